@@ -1,0 +1,150 @@
+//! The Scorer pool: `SEARCH_CONCURRENCY` actors on a `SyncArbiter`, one per scoring
+//! slot, behind a semaphore of as many permits.
+//!
+//! actix mailboxes are not a strict bound (a `SyncArbiter` mailbox is unbounded), so
+//! the bound is the semaphore: a request must hold an owned permit *before* it may
+//! send [`Score`], [`ScorerPool::try_acquire`] never waits, and the permit travels
+//! inside the message and is dropped when the handler returns, however scoring ended
+//! (result, panic, or a client that went away while it ran). Hence never more than
+//! `SEARCH_CONCURRENCY` scorings at once, and no slot is ever leaked.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use actix::{Actor, Addr, Handler, Message, SyncArbiter, SyncContext};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::search::corpus::Snapshot;
+use crate::search::rank::{self, SearchResult};
+
+/// Test-only hook run with the match copy at the start of each scoring.
+#[cfg(feature = "fault-injection")]
+pub type ScoringHook = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// A held scoring slot.
+#[derive(Debug)]
+pub struct ScoringSlot {
+    _permit: OwnedSemaphorePermit,
+}
+
+/// Every slot is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Busy;
+
+/// Why a scoring produced no result.
+#[derive(Debug, thiserror::Error)]
+pub enum ScoreError {
+    #[error("scoring panicked")]
+    Panicked,
+    #[error("scorer mailbox: {0}")]
+    Mailbox(#[from] actix::MailboxError),
+}
+
+/// Rank `query` (a match copy) over `snapshot`, keeping `limit` rows.
+pub struct Score {
+    pub slot: ScoringSlot,
+    pub query: String,
+    pub snapshot: Arc<Snapshot>,
+    pub limit: usize,
+}
+
+impl Message for Score {
+    type Result = Result<Arc<SearchResult>, ScoreError>;
+}
+
+struct Scorer {
+    #[cfg(feature = "fault-injection")]
+    hook: Option<ScoringHook>,
+}
+
+impl Actor for Scorer {
+    type Context = SyncContext<Self>;
+}
+
+impl Handler<Score> for Scorer {
+    type Result = Result<Arc<SearchResult>, ScoreError>;
+
+    fn handle(&mut self, msg: Score, _: &mut Self::Context) -> Self::Result {
+        let Score {
+            slot,
+            query,
+            snapshot,
+            limit,
+        } = msg;
+        // A panic must neither kill this thread (a SyncArbiter never replaces it)
+        // nor keep the slot: catch it, and let `slot` drop on the way out.
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            #[cfg(feature = "fault-injection")]
+            if let Some(hook) = &self.hook {
+                hook(&query);
+            }
+            rank::rank(&snapshot.index, &query, limit)
+        }));
+        drop(slot);
+        outcome.map(Arc::new).map_err(|_| ScoreError::Panicked)
+    }
+}
+
+/// The slots and the actors that use them.
+#[derive(Clone)]
+pub struct ScorerPool {
+    addr: Addr<Scorer>,
+    permits: Arc<Semaphore>,
+    size: usize,
+}
+
+impl ScorerPool {
+    /// Starts `size` scorer threads (call inside a running actix System).
+    pub fn start(
+        size: usize,
+        #[cfg(feature = "fault-injection")] hook: Option<ScoringHook>,
+    ) -> Self {
+        let addr = SyncArbiter::start(size, move || Scorer {
+            #[cfg(feature = "fault-injection")]
+            hook: hook.clone(),
+        });
+        Self {
+            addr,
+            permits: Arc::new(Semaphore::new(size)),
+            size,
+        }
+    }
+
+    /// Takes a free slot now, or answers [`Busy`]; never waits.
+    pub fn try_acquire(&self) -> Result<ScoringSlot, Busy> {
+        self.permits
+            .clone()
+            .try_acquire_owned()
+            .map(|p| ScoringSlot { _permit: p })
+            .map_err(|_| Busy)
+    }
+
+    /// Scores in the slot's actor. The slot is released when scoring ends, even if
+    /// the returned future is dropped first.
+    pub async fn score(
+        &self,
+        slot: ScoringSlot,
+        query: String,
+        snapshot: Arc<Snapshot>,
+        limit: usize,
+    ) -> Result<Arc<SearchResult>, ScoreError> {
+        self.addr
+            .send(Score {
+                slot,
+                query,
+                snapshot,
+                limit,
+            })
+            .await?
+    }
+
+    /// Slots in use now.
+    pub fn busy(&self) -> usize {
+        self.size - self.permits.available_permits()
+    }
+
+    /// Slots in all.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+}

@@ -1,0 +1,230 @@
+//! Typed settings from environment variables or `serve` flags (SPEC §2).
+//!
+//! clap collects every value as text ([`ServeArgs`]); [`Settings::from_args`] parses
+//! them so that a bad value names its variable in one line, e.g.
+//! `SEARCH_CONCURRENCY: must be a whole number from 1 to 1024, got "0"`.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::clock::{Clock, SystemClock};
+use crate::search::client_ip::TrustedProxies;
+
+/// Where the database lives unless `AGENT_PAGES_DATABASE` says otherwise.
+pub const DEFAULT_DATABASE: &str = "data/agent-pages.sqlite3";
+
+/// Flags shared by every subcommand that opens the database.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DatabaseArgs {
+    /// SQLite file; parent folders are created.
+    #[arg(long, env = "AGENT_PAGES_DATABASE", default_value = DEFAULT_DATABASE)]
+    pub database: PathBuf,
+}
+
+/// `serve` flags; each also reads the environment variable of the same meaning.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Load the bundled demo corpus (63,681 Debian package descriptions) when the
+    /// database has no pages.
+    #[arg(long)]
+    pub demo: bool,
+    /// Listen address; port 0 picks any free port (the bound address is printed).
+    #[arg(long, env = "AGENT_PAGES_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: String,
+    #[command(flatten)]
+    pub db: DatabaseArgs,
+    /// Searches per client per minute (the burst window).
+    #[arg(long, env = "SEARCH_RATE_PER_MINUTE", default_value = "20")]
+    pub search_rate_per_minute: String,
+    /// Searches per client per hour (the sustained window).
+    #[arg(long, env = "SEARCH_RATE_PER_HOUR", default_value = "200")]
+    pub search_rate_per_hour: String,
+    /// Scoring slots in the process; a cache miss with none free is an immediate 503.
+    #[arg(long, env = "SEARCH_CONCURRENCY", default_value = "2")]
+    pub search_concurrency: String,
+    /// Entries in the search result LRU.
+    #[arg(long, env = "SEARCH_CACHE_ENTRIES", default_value = "256")]
+    pub search_cache_entries: String,
+    /// Result rows shown on a search page.
+    #[arg(long, env = "SEARCH_RESULT_LIMIT", default_value = "50")]
+    pub search_result_limit: String,
+    /// Comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed;
+    /// a bare IP means /32 or /128.
+    #[arg(long, env = "TRUSTED_PROXY_CIDRS", default_value = "")]
+    pub trusted_proxy_cidrs: String,
+}
+
+/// A configuration value that cannot be used; the message names the variable.
+#[derive(Debug, thiserror::Error)]
+#[error("{variable}: {reason}, got {value:?}")]
+pub struct ConfigError {
+    pub variable: &'static str,
+    pub value: String,
+    pub reason: String,
+}
+
+/// Everything the server needs, parsed.
+#[derive(Clone)]
+pub struct Settings {
+    pub bind: SocketAddr,
+    pub database: PathBuf,
+    pub demo: bool,
+    pub search: SearchSettings,
+    pub trusted_proxies: TrustedProxies,
+    /// The clock budgets are counted with; tests inject a manual one.
+    pub clock: Arc<dyn Clock>,
+    /// Test-only fault injection: called with the match copy at the start of every
+    /// scoring, inside the scorer slot (may panic or block).
+    #[cfg(feature = "fault-injection")]
+    pub scoring_hook: Option<crate::actors::scorer::ScoringHook>,
+}
+
+/// The search limits of SPEC §2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchSettings {
+    pub rate_per_minute: u32,
+    pub rate_per_hour: u32,
+    pub concurrency: usize,
+    pub cache_entries: usize,
+    pub result_limit: usize,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        Self {
+            rate_per_minute: 20,
+            rate_per_hour: 200,
+            concurrency: 2,
+            cache_entries: 256,
+            result_limit: 50,
+        }
+    }
+}
+
+impl Settings {
+    /// Settings for `database` with every other value at its default, except
+    /// `bind`, which is `127.0.0.1:0` so tests get a free port.
+    pub fn for_tests(database: PathBuf) -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            database,
+            demo: false,
+            search: SearchSettings::default(),
+            trusted_proxies: TrustedProxies::default(),
+            clock: Arc::new(SystemClock),
+            #[cfg(feature = "fault-injection")]
+            scoring_hook: None,
+        }
+    }
+
+    /// Parses the collected flags/variables. Errors: the first bad value, by name.
+    pub fn from_args(args: &ServeArgs) -> Result<Self, ConfigError> {
+        let search = SearchSettings {
+            rate_per_minute: number(
+                "SEARCH_RATE_PER_MINUTE",
+                &args.search_rate_per_minute,
+                1,
+                1_000_000,
+            )?,
+            rate_per_hour: number(
+                "SEARCH_RATE_PER_HOUR",
+                &args.search_rate_per_hour,
+                1,
+                100_000_000,
+            )?,
+            concurrency: number("SEARCH_CONCURRENCY", &args.search_concurrency, 1, 1024)?,
+            cache_entries: number(
+                "SEARCH_CACHE_ENTRIES",
+                &args.search_cache_entries,
+                1,
+                1_000_000,
+            )?,
+            result_limit: number("SEARCH_RESULT_LIMIT", &args.search_result_limit, 1, 1000)?,
+        };
+        let trusted_proxies = args.trusted_proxy_cidrs.parse().map_err(|e| ConfigError {
+            variable: "TRUSTED_PROXY_CIDRS",
+            value: args.trusted_proxy_cidrs.clone(),
+            reason: format!("{e}"),
+        })?;
+        Ok(Self {
+            bind: socket_addr(&args.bind)?,
+            database: args.db.database.clone(),
+            demo: args.demo,
+            search,
+            trusted_proxies,
+            clock: Arc::new(SystemClock),
+            #[cfg(feature = "fault-injection")]
+            scoring_hook: None,
+        })
+    }
+}
+
+fn number<T>(variable: &'static str, value: &str, min: T, max: T) -> Result<T, ConfigError>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+{
+    value
+        .trim()
+        .parse::<T>()
+        .ok()
+        .filter(|n| *n >= min && *n <= max)
+        .ok_or_else(|| ConfigError {
+            variable,
+            value: value.to_owned(),
+            reason: format!("must be a whole number from {min} to {max}"),
+        })
+}
+
+fn socket_addr(value: &str) -> Result<SocketAddr, ConfigError> {
+    let bad = |reason: String| ConfigError {
+        variable: "AGENT_PAGES_BIND",
+        value: value.to_owned(),
+        reason,
+    };
+    value
+        .to_socket_addrs()
+        .map_err(|e| bad(format!("must be HOST:PORT ({e})")))?
+        .next()
+        .ok_or_else(|| bad("resolves to no address".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn parse(flags: &[&str]) -> Result<Settings, ConfigError> {
+        let mut argv = vec!["test"];
+        argv.extend_from_slice(flags);
+        Settings::from_args(&Cli::parse_from(argv).serve)
+    }
+
+    #[test]
+    fn a_zero_concurrency_names_its_variable() {
+        let err = parse(&["--search-concurrency", "0"]).err().unwrap();
+        assert_eq!(err.variable, "SEARCH_CONCURRENCY");
+        assert!(err.to_string().starts_with("SEARCH_CONCURRENCY: "));
+    }
+
+    #[test]
+    fn a_cidr_with_a_33_bit_prefix_names_its_variable() {
+        let err = parse(&["--trusted-proxy-cidrs", "10.0.0.0/33"])
+            .err()
+            .unwrap();
+        assert_eq!(err.variable, "TRUSTED_PROXY_CIDRS");
+    }
+
+    #[test]
+    fn defaults_parse() {
+        let s = parse(&["--bind", "127.0.0.1:0"]).unwrap();
+        assert_eq!(s.search, SearchSettings::default());
+        assert!(s.trusted_proxies.is_empty());
+    }
+}

@@ -1,0 +1,71 @@
+//! Applies the SQL files of `migrations/` in order, each once, recorded in
+//! `schema_migrations`. The files are compiled into the binary so a deployed server
+//! needs nothing beside it.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+/// The migrations, in the order they run: (version, name, SQL).
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "0001_pages",
+        include_str!("../../migrations/0001_pages.sql"),
+    ),
+    (
+        2,
+        "0002_rate_limit_counters",
+        include_str!("../../migrations/0002_rate_limit_counters.sql"),
+    ),
+];
+
+/// Applies every migration not yet recorded; returns how many ran now.
+///
+/// Each runs in its own `IMMEDIATE` transaction that re-checks the record inside it,
+/// so two processes starting at once cannot both apply one.
+pub fn run(conn: &mut Connection) -> rusqlite::Result<usize> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+             version    INTEGER PRIMARY KEY,
+             name       TEXT    NOT NULL,
+             applied_at INTEGER NOT NULL
+         )",
+    )?;
+    let mut applied = 0;
+    for &(version, name, sql) in MIGRATIONS {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let done: bool = tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?1)",
+            [version],
+            |row| row.get(0),
+        )?;
+        if !done {
+            tx.execute_batch(sql)?;
+            tx.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at)
+                 VALUES (?1, ?2, CAST(strftime('%s', 'now') AS INTEGER))",
+                rusqlite::params![version, name],
+            )?;
+            applied += 1;
+            tracing::info!(version, name, "applied migration");
+        }
+        tx.commit()?;
+    }
+    Ok(applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_apply_once_and_a_second_run_is_a_no_op() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = crate::db::open(&dir.path().join("t.sqlite3")).unwrap();
+        assert_eq!(run(&mut conn).unwrap(), MIGRATIONS.len());
+        assert_eq!(run(&mut conn).unwrap(), 0);
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+    }
+}

@@ -1,0 +1,96 @@
+//! SQLite access: plain rusqlite functions taking `&Connection` or `&Transaction`.
+//!
+//! Every connection is opened through [`open`], which sets the pragmas the service
+//! relies on (WAL, `busy_timeout`, foreign keys). Reads in the server go through a
+//! deadpool-sqlite pool ([`create_pool`]); the one write connection of the search
+//! budget belongs to the RateLimiter actor.
+
+pub mod migrations;
+pub mod pages;
+
+use std::path::Path;
+use std::time::Duration;
+
+use deadpool_sqlite::{Config, Hook, HookError, Pool, Runtime};
+use rusqlite::Connection;
+
+/// How long a statement waits for another writer before failing with `SQLITE_BUSY`.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Errors of the database boundary. The cause is kept for logs; responses never show it.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("connection pool: {0}")]
+    Pool(String),
+    #[error("creating the database folder {path}: {source}")]
+    CreateDir {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// Opens `path` (creating parent folders), in WAL mode with [`BUSY_TIMEOUT`] set.
+///
+/// Errors: the folder cannot be created, or SQLite cannot open the file.
+pub fn open(path: &Path) -> Result<Connection, DbError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|source| DbError::CreateDir {
+            path: parent.display().to_string(),
+            source,
+        })?;
+    }
+    let conn = Connection::open(path)?;
+    configure(&conn)?;
+    // WAL is a property of the file: set once, every later connection inherits it.
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    Ok(conn)
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(())
+}
+
+/// A pool of read connections to `path` (which [`open`] must have created), each with
+/// the same pragmas. `max_size` connections at most.
+pub fn create_pool(path: &Path, max_size: usize) -> Result<Pool, DbError> {
+    let mut config = Config::new(path);
+    config.pool = Some(deadpool_sqlite::PoolConfig::new(max_size));
+    config
+        .builder(Runtime::Tokio1)
+        .map_err(|e| DbError::Pool(e.to_string()))?
+        .post_create(Hook::async_fn(|conn, _| {
+            Box::pin(async move {
+                conn.interact(|c| configure(c))
+                    .await
+                    .map_err(|e| HookError::message(e.to_string()))?
+                    .map_err(|e| HookError::message(e.to_string()))
+            })
+        }))
+        .build()
+        .map_err(|e| DbError::Pool(e.to_string()))
+}
+
+/// Runs `f` on a pooled connection on the pool's blocking thread.
+///
+/// Errors: no connection could be had, `f` panicked, or `f` itself failed.
+pub async fn with_conn<T, F>(pool: &Pool, f: F) -> Result<T, DbError>
+where
+    F: FnOnce(&mut Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+    T: Send + 'static,
+{
+    let conn = pool.get().await.map_err(|e| DbError::Pool(e.to_string()))?;
+    conn.interact(f)
+        .await
+        .map_err(|e| DbError::Pool(e.to_string()))?
+        .map_err(DbError::from)
+}
+
+/// `SELECT 1`: does the database answer? Used by `/healthz`.
+pub fn ping(conn: &Connection) -> rusqlite::Result<()> {
+    conn.query_row("SELECT 1", [], |_| Ok(()))
+}

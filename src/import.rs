@@ -1,0 +1,225 @@
+//! JSON Lines import (`agent-pages import FILE` and `serve --demo`).
+//!
+//! One page a line: `{"slug"?, "title", "body"?, "pin"?}`. Pages are upserted by slug
+//! (a slug absent is derived from the title). A bad line is reported with its line
+//! number and skipped; the good lines are written in one transaction, so a crash or
+//! an I/O error mid-file leaves the database as it was (nothing half-written).
+
+use std::io::{BufRead, BufReader, Read};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rusqlite::{Connection, TransactionBehavior};
+use serde::Deserialize;
+
+use crate::db::pages::{self, Upserted};
+use crate::domain::{PageBody, PageSlug, PageTitle};
+
+/// The demo corpus: 63,681 Debian package descriptions, gzip-compressed JSON Lines.
+pub static DEMO_CORPUS_GZ: &[u8] = include_bytes!("demo/debian-pages.jsonl.gz");
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    slug: Option<String>,
+    title: String,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    pin: Option<String>,
+}
+
+/// A line that was not imported: its 1-based number and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedLine {
+    pub line: usize,
+    pub reason: String,
+}
+
+/// What an import did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ImportReport {
+    pub inserted: usize,
+    pub updated: usize,
+    pub unchanged: usize,
+    pub skipped: Vec<SkippedLine>,
+}
+
+/// Errors that stop an import as a whole (a bad line does not: it is skipped).
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("reading line {line}: {source}")]
+    Read { line: usize, source: std::io::Error },
+    #[error("database: {0}")]
+    Db(#[from] rusqlite::Error),
+}
+
+/// Imports every line of `input` into `conn` in one transaction.
+///
+/// `total_bytes` sizes the progress bar (hidden when stderr is not a terminal, or when
+/// `None`). Errors: an I/O error reading, or a database error; either way nothing of
+/// this import was committed.
+pub fn import(
+    conn: &mut Connection,
+    input: impl Read,
+    total_bytes: Option<u64>,
+    now: i64,
+) -> Result<ImportReport, ImportError> {
+    let progress = progress_bar(total_bytes);
+    let reader = BufReader::new(progress.wrap_read(input));
+    let mut report = ImportReport::default();
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    for (index, line) in reader.lines().enumerate() {
+        let number = index + 1;
+        let line = line.map_err(|source| ImportError::Read {
+            line: number,
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let page = match parse_line(&line) {
+            Ok(page) => page,
+            Err(reason) => {
+                progress.suspend(|| eprintln!("line {number}: skipped: {reason}"));
+                report.skipped.push(SkippedLine {
+                    line: number,
+                    reason,
+                });
+                continue;
+            }
+        };
+        match pages::upsert(
+            &tx,
+            &page.slug,
+            &page.title,
+            &page.body,
+            page.pin_hash.as_deref(),
+            now,
+        )? {
+            Upserted::Inserted => report.inserted += 1,
+            Upserted::Updated(_) => report.updated += 1,
+            Upserted::Unchanged => report.unchanged += 1,
+        }
+    }
+    tx.commit()?;
+    progress.finish_and_clear();
+    Ok(report)
+}
+
+/// Imports the bundled demo corpus when the database has no pages at all; returns
+/// `None` when it already had some.
+pub fn load_demo_if_empty(
+    conn: &mut Connection,
+    now: i64,
+) -> Result<Option<ImportReport>, ImportError> {
+    if pages::count_all(conn)? > 0 {
+        return Ok(None);
+    }
+    let decoder = flate2::read::GzDecoder::new(DEMO_CORPUS_GZ);
+    // The bar counts decompressed bytes; the corpus is about 14 MB uncompressed.
+    import(conn, decoder, Some(13_955_212), now).map(Some)
+}
+
+struct ParsedLine {
+    slug: PageSlug,
+    title: PageTitle,
+    body: PageBody,
+    pin_hash: Option<String>,
+}
+
+fn parse_line(line: &str) -> Result<ParsedLine, String> {
+    let raw: Line = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
+    let title = PageTitle::parse(&raw.title).map_err(|e| e.to_string())?;
+    let slug = match raw.slug {
+        Some(s) => PageSlug::parse(&s).map_err(|e| e.to_string())?,
+        None => PageSlug::from_title(title.as_str()),
+    };
+    let body = PageBody::parse(raw.body.unwrap_or_default()).map_err(|e| e.to_string())?;
+    let pin_hash = match raw.pin {
+        Some(pin) => Some(crate::pin::hash(&pin).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    Ok(ParsedLine {
+        slug,
+        title,
+        body,
+        pin_hash,
+    })
+}
+
+fn progress_bar(total_bytes: Option<u64>) -> ProgressBar {
+    let Some(total) = total_bytes else {
+        return ProgressBar::hidden();
+    };
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("importing {bar:40} {bytes}/{total_bytes} ({eta})")
+            .expect("static template is valid"),
+    );
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = crate::db::open(&dir.path().join("t.sqlite3")).unwrap();
+        crate::db::migrations::run(&mut conn).unwrap();
+        (dir, conn)
+    }
+
+    #[test]
+    fn bad_lines_are_reported_by_number_and_good_lines_still_land() {
+        let (_dir, mut conn) = db();
+        let input = concat!(
+            "{\"slug\":\"a\",\"title\":\"First\"}\n",
+            "not json\n",
+            "{\"slug\":\"B\",\"title\":\"bad slug\"}\n",
+            "\n",
+            "{\"title\":\"   \"}\n",
+            "{\"title\":\"Derived Slug\",\"body\":\"text\"}\n",
+        );
+        let report = import(&mut conn, input.as_bytes(), None, 100).unwrap();
+        assert_eq!(report.inserted, 2);
+        let lines: Vec<usize> = report.skipped.iter().map(|s| s.line).collect();
+        assert_eq!(lines, vec![2, 3, 5]);
+        assert!(pages::candidate_by_slug(&conn, "derived-slug")
+            .unwrap()
+            .is_some());
+    }
+
+    #[test]
+    fn reimporting_a_changed_title_bumps_the_version_and_an_unchanged_one_does_not() {
+        let (_dir, mut conn) = db();
+        import(
+            &mut conn,
+            &b"{\"slug\":\"a\",\"title\":\"One\"}\n"[..],
+            None,
+            1,
+        )
+        .unwrap();
+        let again = import(
+            &mut conn,
+            &b"{\"slug\":\"a\",\"title\":\"One\"}\n"[..],
+            None,
+            2,
+        )
+        .unwrap();
+        assert_eq!(again.unchanged, 1);
+        let changed = import(
+            &mut conn,
+            &b"{\"slug\":\"a\",\"title\":\"Two\"}\n"[..],
+            None,
+            3,
+        )
+        .unwrap();
+        assert_eq!(changed.updated, 1);
+        let page = pages::candidate_by_slug(&conn, "a").unwrap().unwrap();
+        assert_eq!(
+            (page.title.as_str(), page.version, page.updated_at),
+            ("Two", 2, 3)
+        );
+    }
+}

@@ -1,0 +1,173 @@
+//! The public ledger (`GET /`) and the page views (`/p/{slug}`, `/p/{slug}/raw`).
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+
+use crate::db::{self, pages};
+use crate::domain::PageSlug;
+use crate::routes::{error_page, render};
+use crate::startup::AppState;
+use crate::templates::format_time;
+
+/// Rows on one ledger page.
+pub const LEDGER_PAGE_SIZE: i64 = 50;
+
+#[derive(Deserialize)]
+pub struct LedgerQuery {
+    page: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Row {
+    slug: String,
+    title: String,
+    version: i64,
+    updated_at: String,
+}
+
+#[derive(Serialize)]
+struct LedgerContext {
+    pages: Vec<Row>,
+    page_no: i64,
+    prev_page: Option<i64>,
+    next_page: Option<i64>,
+    total: i64,
+}
+
+/// `GET /?page=N`: candidates newest first, 50 a page. `page` must be a whole number
+/// from 1 (400 otherwise); a page past the end is an empty page with a link back.
+pub async fn ledger(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    query: web::Query<LedgerQuery>,
+) -> HttpResponse {
+    let page_no = match query.page.as_deref().map(str::parse::<i64>) {
+        None => 1,
+        Some(Ok(n)) if (1..=i64::MAX / LEDGER_PAGE_SIZE).contains(&n) => n,
+        Some(_) => {
+            return error_page(
+                &state,
+                &req,
+                StatusCode::BAD_REQUEST,
+                "The page number must be a whole number from 1.",
+            );
+        }
+    };
+    let offset = (page_no - 1) * LEDGER_PAGE_SIZE;
+    let fetched = db::with_conn(&state.pool, move |c| {
+        Ok((
+            pages::count_candidates(c)?,
+            pages::ledger(c, offset, LEDGER_PAGE_SIZE)?,
+        ))
+    })
+    .await;
+    let (total, rows) = match fetched {
+        Ok(x) => x,
+        Err(e) => return internal_error(&state, &req, e),
+    };
+    let context = LedgerContext {
+        pages: rows
+            .into_iter()
+            .map(|p| Row {
+                slug: p.slug,
+                title: p.title,
+                version: p.version,
+                updated_at: format_time(p.updated_at),
+            })
+            .collect(),
+        page_no,
+        prev_page: (page_no > 1).then(|| (page_no - 1).min(last_page(total))),
+        next_page: (offset + LEDGER_PAGE_SIZE < total).then_some(page_no + 1),
+        total,
+    };
+    render(&state, &req, StatusCode::OK, "ledger.html", context)
+}
+
+fn last_page(total: i64) -> i64 {
+    ((total + LEDGER_PAGE_SIZE - 1) / LEDGER_PAGE_SIZE).max(1)
+}
+
+#[derive(Serialize)]
+struct PageView {
+    slug: String,
+    title: String,
+    body: String,
+    version: i64,
+    updated_at: String,
+}
+
+#[derive(Serialize)]
+struct PageContext {
+    page: PageView,
+}
+
+/// `GET /p/{slug}`: the page, or the 404 page for an unknown or non-candidate slug.
+pub async fn page(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+) -> HttpResponse {
+    match find(&state, slug.into_inner()).await {
+        Ok(Some(p)) => {
+            let page = PageView {
+                slug: p.slug,
+                title: p.title,
+                body: p.body,
+                version: p.version,
+                updated_at: format_time(p.updated_at),
+            };
+            render(
+                &state,
+                &req,
+                StatusCode::OK,
+                "page.html",
+                PageContext { page },
+            )
+        }
+        Ok(None) => page_not_found(&state, &req),
+        Err(e) => internal_error(&state, &req, e),
+    }
+}
+
+/// `GET /p/{slug}/raw`: the body as `text/plain; charset=utf-8`.
+pub async fn raw(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+) -> HttpResponse {
+    match find(&state, slug.into_inner()).await {
+        Ok(Some(p)) => HttpResponse::Ok()
+            .content_type("text/plain; charset=utf-8")
+            .insert_header(("X-Content-Type-Options", "nosniff"))
+            .body(p.body),
+        Ok(None) => page_not_found(&state, &req),
+        Err(e) => internal_error(&state, &req, e),
+    }
+}
+
+async fn find(state: &AppState, slug: String) -> Result<Option<pages::Page>, db::DbError> {
+    if PageSlug::parse(&slug).is_err() {
+        return Ok(None);
+    }
+    db::with_conn(&state.pool, move |c| pages::candidate_by_slug(c, &slug)).await
+}
+
+fn page_not_found(state: &AppState, req: &HttpRequest) -> HttpResponse {
+    error_page(
+        state,
+        req,
+        StatusCode::NOT_FOUND,
+        "No page has this address, or it was archived or claimed.",
+    )
+}
+
+fn internal_error(state: &AppState, req: &HttpRequest, e: db::DbError) -> HttpResponse {
+    tracing::error!(error = %e, "database error");
+    error_page(
+        state,
+        req,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Something went wrong on our side. Please try again.",
+    )
+}

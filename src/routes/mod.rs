@@ -1,0 +1,91 @@
+//! HTTP routes, one file per endpoint family, and the helpers they share.
+
+pub mod assets;
+pub mod health;
+pub mod ledger;
+pub mod search;
+pub mod theme;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse};
+use serde::Serialize;
+
+use crate::startup::AppState;
+
+/// The visitor's theme from the `theme` cookie: `"dark"` or `"light"` (the default).
+pub fn theme(req: &HttpRequest) -> &'static str {
+    match req.cookie("theme") {
+        Some(c) if c.value() == "dark" => "dark",
+        _ => "light",
+    }
+}
+
+/// Renders `template` with `context` plus `theme` and `q` (empty unless the context
+/// sets it). A template error is logged and becomes a plain 500.
+pub fn render(
+    state: &AppState,
+    req: &HttpRequest,
+    status: StatusCode,
+    template: &str,
+    context: impl Serialize,
+) -> HttpResponse {
+    let mut ctx = match tera::Context::from_serialize(context) {
+        Ok(ctx) => ctx,
+        Err(e) => return template_failure(template, e),
+    };
+    ctx.insert("theme", theme(req));
+    if !ctx.contains_key("q") {
+        ctx.insert("q", "");
+    }
+    match state.templates.render(template, &ctx) {
+        Ok(html) => HttpResponse::build(status)
+            .content_type("text/html; charset=utf-8")
+            .body(html),
+        Err(e) => template_failure(template, e),
+    }
+}
+
+fn template_failure(template: &str, e: tera::Error) -> HttpResponse {
+    tracing::error!(template, error = ?e, "template failed to render");
+    HttpResponse::InternalServerError()
+        .content_type("text/plain; charset=utf-8")
+        .body("500 Internal Server Error")
+}
+
+#[derive(Serialize)]
+struct ErrorContext<'a> {
+    status: u16,
+    heading: &'a str,
+    message: &'a str,
+}
+
+/// The shared error page for `status`.
+pub fn error_page(
+    state: &AppState,
+    req: &HttpRequest,
+    status: StatusCode,
+    message: &str,
+) -> HttpResponse {
+    let heading = status.canonical_reason().unwrap_or("Error");
+    render(
+        state,
+        req,
+        status,
+        "error.html",
+        ErrorContext {
+            status: status.as_u16(),
+            heading,
+            message,
+        },
+    )
+}
+
+/// The 404 page for any path no route knows.
+pub async fn not_found(state: actix_web::web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+    error_page(
+        &state,
+        &req,
+        StatusCode::NOT_FOUND,
+        "There is no page at this address.",
+    )
+}

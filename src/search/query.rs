@@ -1,0 +1,187 @@
+//! Gate 1: validation of `q`, which spends nothing (SPEC §5).
+//!
+//! The raw query string is parsed here rather than by a generic extractor, because
+//! the contract distinguishes cases such extractors blur: `q` given twice, percent
+//! escapes that do not decode to UTF-8, and a missing `q` versus a blank one.
+
+use percent_encoding::percent_decode;
+
+use super::normalize::{char_len, normalize};
+
+/// Longest raw or normalized query, in Unicode scalar values.
+pub const QUERY_MAX: usize = 64;
+/// Shortest normalized query worth a scan.
+pub const QUERY_MIN: usize = 2;
+
+/// A query that passed gate 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchQuery {
+    display: String,
+    match_copy: String,
+}
+
+impl SearchQuery {
+    /// The decoded `q`, trimmed; escape it wherever it is shown.
+    pub fn display(&self) -> &str {
+        &self.display
+    }
+
+    /// The normalized copy that is scored and keyed in the cache (2–64 chars).
+    pub fn match_copy(&self) -> &str {
+        &self.match_copy
+    }
+}
+
+/// Every way gate 1 can end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate1 {
+    /// Valid: go on to gate 2.
+    Valid(SearchQuery),
+    /// `q` missing, empty or whitespace only: 303 to `/`.
+    Missing,
+    /// `q` is not valid percent-encoded UTF-8, or given twice: 400, form empty.
+    Malformed(&'static str),
+    /// Raw `q` over 64 chars: 400 with the form kept (display copy given).
+    TooLong { display: String },
+    /// Normalized under 2 chars: 200 "enter at least 2 characters", no scan.
+    TooShort { display: String },
+    /// Normalized over 64 chars (NFKC can expand): 400 with the form kept.
+    NormalizedTooLong { display: String },
+}
+
+impl SearchQuery {
+    /// Runs gate 1 on a raw URL query string (the part after `?`, still encoded).
+    pub fn parse(raw_query_string: &str) -> Gate1 {
+        let mut found: Option<&str> = None;
+        for pair in raw_query_string.split('&') {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            match decode(name) {
+                Some(n) if n == "q" => {
+                    if found.is_some() {
+                        return Gate1::Malformed("q was given more than once");
+                    }
+                    found = Some(value);
+                }
+                _ => {}
+            }
+        }
+        let Some(encoded) = found else {
+            return Gate1::Missing;
+        };
+        let Some(raw) = decode(encoded) else {
+            return Gate1::Malformed("q is not valid percent-encoded UTF-8");
+        };
+        let display = raw.trim().to_owned();
+        if display.is_empty() {
+            return Gate1::Missing;
+        }
+        if char_len(&raw) > QUERY_MAX {
+            return Gate1::TooLong { display };
+        }
+        let match_copy = normalize(&display);
+        let n = char_len(&match_copy);
+        if n < QUERY_MIN {
+            Gate1::TooShort { display }
+        } else if n > QUERY_MAX {
+            Gate1::NormalizedTooLong { display }
+        } else {
+            Gate1::Valid(SearchQuery {
+                display,
+                match_copy,
+            })
+        }
+    }
+}
+
+/// Decodes one `application/x-www-form-urlencoded` component: `+` is a space, `%XX`
+/// a byte. `None` when a `%` is not followed by two hex digits or the bytes are not
+/// UTF-8.
+fn decode(component: &str) -> Option<String> {
+    let bytes = component.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+        }
+    }
+    let plus_as_space = component.replace('+', " ");
+    percent_decode(plus_as_space.as_bytes())
+        .decode_utf8()
+        .ok()
+        .map(|s| s.into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn valid(raw: &str) -> SearchQuery {
+        match SearchQuery::parse(raw) {
+            Gate1::Valid(q) => q,
+            other => panic!("{raw}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_gate_1_table_holds() {
+        assert_eq!(SearchQuery::parse(""), Gate1::Missing);
+        assert_eq!(SearchQuery::parse("page=2"), Gate1::Missing);
+        assert_eq!(SearchQuery::parse("q="), Gate1::Missing);
+        assert_eq!(SearchQuery::parse("q"), Gate1::Missing);
+        assert_eq!(SearchQuery::parse("q=+%20%09"), Gate1::Missing);
+        assert!(matches!(SearchQuery::parse("q=a&q=b"), Gate1::Malformed(_)));
+        assert!(matches!(
+            SearchQuery::parse("q=%FF%FE"),
+            Gate1::Malformed(_)
+        ));
+        assert!(matches!(SearchQuery::parse("q=%zz"), Gate1::Malformed(_)));
+        assert!(matches!(SearchQuery::parse("q=abc%2"), Gate1::Malformed(_)));
+        for short in ["q=k", "q=!!", "q=-a-"] {
+            assert!(
+                matches!(SearchQuery::parse(short), Gate1::TooShort { .. }),
+                "{short}"
+            );
+        }
+        let long = format!("q={}", "a".repeat(65));
+        assert!(matches!(SearchQuery::parse(&long), Gate1::TooLong { .. }));
+        let max = format!("q={}", "a".repeat(64));
+        assert_eq!(valid(&max).match_copy().len(), 64);
+    }
+
+    #[test]
+    fn a_query_that_nfkc_expands_past_64_chars_is_refused() {
+        // U+FDFA is one char raw and 18 after NFKC; four of them make 75 (with spaces).
+        let raw = format!(
+            "q={}",
+            percent_encoding::utf8_percent_encode(
+                &"\u{FDFA}".repeat(4),
+                percent_encoding::NON_ALPHANUMERIC
+            )
+        );
+        assert!(matches!(
+            SearchQuery::parse(&raw),
+            Gate1::NormalizedTooLong { .. }
+        ));
+    }
+
+    #[test]
+    fn the_display_copy_is_trimmed_and_the_match_copy_normalized() {
+        let q = valid("q=+Kubrenetes%21++Guide+&page=3");
+        assert_eq!(q.display(), "Kubrenetes!  Guide");
+        assert_eq!(q.match_copy(), "kubrenetes guide");
+    }
+
+    #[test]
+    fn multibyte_queries_count_chars_not_bytes() {
+        let raw = format!(
+            "q={}",
+            percent_encoding::utf8_percent_encode(
+                &"é".repeat(64),
+                percent_encoding::NON_ALPHANUMERIC
+            )
+        );
+        assert!(matches!(SearchQuery::parse(&raw), Gate1::Valid(_)));
+    }
+}

@@ -1,0 +1,186 @@
+//! Builds the application from [`Settings`]: database, actors, HTTP server on its own
+//! bound listener. Tests start it on port 0 with a temp database and read the port.
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::{Actor, Addr, SyncArbiter};
+use actix_web::dev::Server;
+use actix_web::{web, App, HttpServer};
+use anyhow::Context as _;
+use deadpool_sqlite::Pool;
+use tera::Tera;
+use tracing_actix_web::TracingLogger;
+
+use crate::actors::cache::Cache;
+use crate::actors::rate_limiter::{RateLimiter, Sweep};
+use crate::actors::scorer::ScorerPool;
+use crate::clock::Clock;
+use crate::configuration::{SearchSettings, Settings};
+use crate::search::budget::Limits;
+use crate::search::client_ip::TrustedProxies;
+use crate::search::corpus::Corpus;
+use crate::telemetry::PathOnlyRootSpan;
+use crate::{db, import, routes, templates};
+
+/// How often ended budget windows are swept from `rate_limit_counters`.
+pub const SWEEP_INTERVAL: Duration = Duration::from_secs(300);
+
+/// What every handler shares.
+pub struct AppState {
+    pub pool: Pool,
+    pub templates: Tera,
+    pub rate_limiter: Addr<RateLimiter>,
+    pub cache: Addr<Cache>,
+    pub scorers: ScorerPool,
+    pub corpus: Arc<Corpus>,
+    pub trusted_proxies: TrustedProxies,
+    pub search: SearchSettings,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// A built, bound, not yet running server.
+pub struct Application {
+    address: SocketAddr,
+    server: Server,
+    state: web::Data<AppState>,
+}
+
+impl Application {
+    /// Opens and migrates the database, loads the demo corpus if asked and the
+    /// database is empty, starts the actors and binds the listener. Call inside a
+    /// running actix System (`#[actix_web::main]` or `#[actix_web::test]`).
+    ///
+    /// Errors: the database cannot be opened or migrated, or the address not bound.
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let mut conn = db::open(&settings.database)
+            .with_context(|| format!("opening {}", settings.database.display()))?;
+        db::migrations::run(&mut conn).context("applying migrations")?;
+        if settings.demo {
+            let now = settings.clock.now();
+            if let Some(report) =
+                import::load_demo_if_empty(&mut conn, now).context("loading the demo corpus")?
+            {
+                tracing::info!(
+                    inserted = report.inserted,
+                    skipped = report.skipped.len(),
+                    "loaded the demo corpus"
+                );
+            }
+        }
+
+        let pool = db::create_pool(&settings.database, 16)?;
+        let limits = Limits {
+            per_minute: settings.search.rate_per_minute,
+            per_hour: settings.search.rate_per_hour,
+        };
+        // The factory runs once (one thread) and takes the already-open connection.
+        let write_conn = Mutex::new(Some(conn));
+        let rate_limiter = SyncArbiter::start(1, move || {
+            let conn = write_conn
+                .lock()
+                .expect("unpoisoned")
+                .take()
+                .expect("one rate limiter thread");
+            RateLimiter::new(conn, limits)
+        });
+        let scorers = ScorerPool::start(
+            settings.search.concurrency,
+            #[cfg(feature = "fault-injection")]
+            settings.scoring_hook.clone(),
+        );
+        let corpus = Arc::new(Corpus::new(pool.clone()));
+        let state = web::Data::new(AppState {
+            pool,
+            templates: templates::load().context("parsing templates")?,
+            rate_limiter: rate_limiter.clone(),
+            cache: Cache::new(settings.search.cache_entries).start(),
+            scorers,
+            corpus: corpus.clone(),
+            trusted_proxies: settings.trusted_proxies.clone(),
+            search: settings.search,
+            clock: settings.clock.clone(),
+        });
+
+        let listener = TcpListener::bind(settings.bind)
+            .with_context(|| format!("binding {}", settings.bind))?;
+        let address = listener.local_addr()?;
+        let server_state = state.clone();
+        let server = HttpServer::new(move || {
+            App::new()
+                .wrap(TracingLogger::<PathOnlyRootSpan>::new())
+                .app_data(server_state.clone())
+                .configure(routes_config)
+        })
+        .listen(listener)?
+        .run();
+
+        spawn_background(rate_limiter, corpus, settings.clock.clone());
+        Ok(Self {
+            address,
+            server,
+            state,
+        })
+    }
+
+    /// The bound address (the real port when `bind` asked for port 0).
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    pub fn port(&self) -> u16 {
+        self.address.port()
+    }
+
+    /// The shared state, for tests that look inside (scorer slots, cache size).
+    pub fn state(&self) -> web::Data<AppState> {
+        self.state.clone()
+    }
+
+    /// Serves until the server is stopped (SIGINT/SIGTERM, or its handle).
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+
+    /// Splits into the server future and its state, for tests that spawn it.
+    pub fn into_server(self) -> Server {
+        self.server
+    }
+}
+
+/// Every route of the service.
+pub fn routes_config(cfg: &mut web::ServiceConfig) {
+    cfg.route("/", web::get().to(routes::ledger::ledger))
+        .route("/search", web::get().to(routes::search::search))
+        .route("/p/{slug}", web::get().to(routes::ledger::page))
+        .route("/p/{slug}/raw", web::get().to(routes::ledger::raw))
+        .route("/theme/{name}", web::get().to(routes::theme::set_theme))
+        .route("/healthz", web::get().to(routes::health::healthz))
+        .route("/static/{name}", web::get().to(routes::assets::asset))
+        .default_service(web::to(routes::not_found));
+}
+
+/// Warms the candidate snapshot (so the first search is not the one that pays for
+/// it) and sweeps ended budget windows periodically.
+fn spawn_background(rate_limiter: Addr<RateLimiter>, corpus: Arc<Corpus>, clock: Arc<dyn Clock>) {
+    actix_web::rt::spawn(async move {
+        if let Err(e) = corpus.current().await {
+            tracing::warn!(error = %e, "could not warm the candidate snapshot");
+        }
+    });
+    actix_web::rt::spawn(async move {
+        let mut tick = tokio::time::interval(SWEEP_INTERVAL);
+        loop {
+            tick.tick().await;
+            match rate_limiter.send(Sweep { now: clock.now() }).await {
+                Ok(Ok(deleted)) if deleted > 0 => {
+                    tracing::debug!(deleted, "swept ended budget windows")
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "sweeping budget windows failed"),
+                Err(_) => break,
+            }
+        }
+    });
+}
