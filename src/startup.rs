@@ -140,7 +140,11 @@ impl Application {
 
     /// Serves until the server is stopped (SIGINT/SIGTERM, or its handle).
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let result = self.server.await;
+        // Close the pool inside the runtime: deadpool drops each connection through
+        // `spawn_blocking`, which panics once the runtime is shutting down.
+        self.state.pool.close();
+        result
     }
 
     /// Splits into the server future and its state, for tests that spawn it.
@@ -165,7 +169,7 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
 /// it) and sweeps ended budget windows periodically.
 fn spawn_background(rate_limiter: Addr<RateLimiter>, corpus: Arc<Corpus>, clock: Arc<dyn Clock>) {
     actix_web::rt::spawn(async move {
-        if let Err(e) = corpus.current().await {
+        if let Err(e) = corpus.warm().await {
             tracing::warn!(error = %e, "could not warm the candidate snapshot");
         }
     });

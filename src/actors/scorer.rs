@@ -9,6 +9,7 @@
 //! `SEARCH_CONCURRENCY` scorings at once, and no slot is ever leaked.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use actix::{Actor, Addr, Handler, Message, SyncArbiter, SyncContext};
@@ -91,6 +92,14 @@ pub struct ScorerPool {
     addr: Addr<Scorer>,
     permits: Arc<Semaphore>,
     size: usize,
+    counts: Arc<SlotCounts>,
+}
+
+/// Totals since start: slots taken, and misses that found every slot busy.
+#[derive(Debug, Default)]
+pub struct SlotCounts {
+    pub acquired: AtomicU64,
+    pub refused: AtomicU64,
 }
 
 impl ScorerPool {
@@ -107,16 +116,29 @@ impl ScorerPool {
             addr,
             permits: Arc::new(Semaphore::new(size)),
             size,
+            counts: Arc::default(),
         }
     }
 
     /// Takes a free slot now, or answers [`Busy`]; never waits.
     pub fn try_acquire(&self) -> Result<ScoringSlot, Busy> {
-        self.permits
-            .clone()
-            .try_acquire_owned()
+        let acquired = self.permits.clone().try_acquire_owned();
+        let counter = match acquired {
+            Ok(_) => &self.counts.acquired,
+            Err(_) => &self.counts.refused,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        acquired
             .map(|p| ScoringSlot { _permit: p })
             .map_err(|_| Busy)
+    }
+
+    /// (slots taken, misses refused as busy) since start.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.counts.acquired.load(Ordering::Relaxed),
+            self.counts.refused.load(Ordering::Relaxed),
+        )
     }
 
     /// Scores in the slot's actor. The slot is released when scoring ends, even if

@@ -6,6 +6,7 @@
 //! *is* what a fresh fetch would return, so a request costs the same on 10 pages or
 //! 100,000; when it moved, one request rebuilds while the others wait for it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use deadpool_sqlite::Pool;
@@ -81,6 +82,7 @@ pub struct Corpus {
     pool: Pool,
     current: RwLock<Arc<Snapshot>>,
     rebuild: tokio::sync::Mutex<()>,
+    fetches: AtomicU64,
 }
 
 impl Corpus {
@@ -89,7 +91,18 @@ impl Corpus {
             pool,
             current: RwLock::new(Arc::new(Snapshot::build(-1, Vec::new()))),
             rebuild: tokio::sync::Mutex::new(()),
+            fetches: AtomicU64::new(0),
         }
+    }
+
+    /// Candidate fetches made for searches so far ([`Corpus::current`] calls).
+    pub fn fetches(&self) -> u64 {
+        self.fetches.load(Ordering::Relaxed)
+    }
+
+    /// Builds the snapshot ahead of the first search; not counted as a fetch.
+    pub async fn warm(&self) -> Result<Arc<Snapshot>, DbError> {
+        self.refresh().await
     }
 
     /// The snapshot a fresh fetch would give now: one generation read, plus a full
@@ -97,6 +110,11 @@ impl Corpus {
     ///
     /// Errors: the database could not be read.
     pub async fn current(&self) -> Result<Arc<Snapshot>, DbError> {
+        self.fetches.fetch_add(1, Ordering::Relaxed);
+        self.refresh().await
+    }
+
+    async fn refresh(&self) -> Result<Arc<Snapshot>, DbError> {
         let generation = db::with_conn(&self.pool, |c| pages::generation(c)).await?;
         if let Some(s) = self.at_least(generation) {
             return Ok(s);

@@ -1,0 +1,220 @@
+//! Relevance and speed of `search::rank` next to a plain RapidFuzz full scan (SPEC §6).
+//!
+//! ```text
+//! cargo run --release --example relevance -- CORPUS.jsonl QUERIES.jsonl
+//! ```
+//!
+//! * `CORPUS.jsonl`: one page a line, `{"slug", "title", ...}`; titles are loaded as
+//!   the service loads candidates: a title that is empty after trimming or longer
+//!   than 200 chars is skipped; page ids are 1-based line numbers.
+//! * `QUERIES.jsonl`: `{"q", "kind", "relevant": [slug, ...]}`; `q` is turned into
+//!   its match copy with `normalize` as the service does.
+//!
+//! Metrics, over queries (overall and per `kind`), from the top 50 rows:
+//! MRR@50 = mean of 1/rank of the first relevant row (0 if none in the top 50);
+//! recall@k = share of queries with a relevant row in the top k. Time is wall
+//! clock per query on one thread, scoring only (the query's `normalize` excluded).
+//! The reference ranks every title by
+//! `rapidfuzz::distance::indel::BatchComparator::normalized_similarity` (equal to
+//! Python's `fuzz.ratio`) over normalized titles, ties by lower page id.
+//! `RELEVANCE_MISSES=1` also lists the queries whose first relevant row is not
+//! first, with what came first.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use agent_pages::search::normalize::normalize;
+use agent_pages::search::rank::{rank, RankIndex};
+use rapidfuzz::distance::indel;
+use serde::Deserialize;
+
+/// SPEC §3: a title is 1–200 chars after trimming.
+const MAX_TITLE_CHARS: usize = 200;
+/// SPEC §2 `SEARCH_RESULT_LIMIT` default; MRR is cut at this depth.
+const LIMIT: usize = 50;
+
+#[derive(Deserialize)]
+struct Page {
+    slug: String,
+    title: String,
+}
+
+#[derive(Deserialize)]
+struct Query {
+    q: String,
+    kind: String,
+    relevant: Vec<String>,
+}
+
+#[derive(Default, Clone)]
+struct Tally {
+    queries: usize,
+    reciprocal_rank: f64,
+    at1: usize,
+    at10: usize,
+}
+
+impl Tally {
+    fn add(&mut self, first_relevant: Option<usize>) {
+        self.queries += 1;
+        if let Some(r) = first_relevant {
+            self.reciprocal_rank += 1.0 / r as f64;
+            self.at1 += usize::from(r == 1);
+            self.at10 += usize::from(r <= 10);
+        }
+    }
+
+    fn cells(&self) -> String {
+        let n = self.queries.max(1) as f64;
+        format!(
+            "{:>6.3} {:>6.3} {:>6.3}",
+            self.reciprocal_rank / n,
+            self.at1 as f64 / n,
+            self.at10 as f64 / n
+        )
+    }
+}
+
+/// Metrics of one ranker, overall and by query kind, plus per-query times.
+#[derive(Default)]
+struct Report {
+    overall: Tally,
+    by_kind: BTreeMap<String, Tally>,
+    times: Vec<Duration>,
+}
+
+impl Report {
+    fn add(&mut self, kind: &str, first_relevant: Option<usize>, took: Duration) {
+        self.overall.add(first_relevant);
+        self.by_kind
+            .entry(kind.to_owned())
+            .or_default()
+            .add(first_relevant);
+        self.times.push(took);
+    }
+
+    fn ms(&self) -> (f64, f64) {
+        let mut t: Vec<f64> = self.times.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        t.sort_by(f64::total_cmp);
+        let median = t.get(t.len() / 2).copied().unwrap_or(0.0);
+        let mean = t.iter().sum::<f64>() / t.len().max(1) as f64;
+        (median, mean)
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [corpus_path, queries_path] = &args[..] else {
+        eprintln!("usage: relevance CORPUS.jsonl QUERIES.jsonl");
+        std::process::exit(2);
+    };
+    let show_misses = std::env::var_os("RELEVANCE_MISSES").is_some();
+
+    let mut titles: Vec<(i64, String)> = Vec::new();
+    let mut id_of_slug: HashMap<String, i64> = HashMap::new();
+    for (line_no, line) in std::fs::read_to_string(corpus_path)?.lines().enumerate() {
+        let page: Page = serde_json::from_str(line)?;
+        let title = page.title.trim();
+        if title.is_empty() || title.chars().count() > MAX_TITLE_CHARS {
+            continue;
+        }
+        let id = line_no as i64 + 1;
+        id_of_slug.insert(page.slug, id);
+        titles.push((id, title.to_owned()));
+    }
+    let queries: Vec<Query> = std::fs::read_to_string(queries_path)?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+
+    let started = Instant::now();
+    let index = RankIndex::build(titles.iter().map(|(id, t)| (*id, t.as_str())));
+    let build_time = started.elapsed();
+    let title_of: HashMap<i64, &str> = titles.iter().map(|(id, t)| (*id, t.as_str())).collect();
+
+    // Reference: normalized titles as chars, scanned in full for every query.
+    let reference_titles: Vec<(i64, Vec<char>)> = titles
+        .iter()
+        .map(|(id, t)| (*id, normalize(t).chars().collect()))
+        .collect();
+
+    let mut ours = Report::default();
+    let mut reference = Report::default();
+    for query in &queries {
+        let match_copy = normalize(&query.q);
+        let relevant: Vec<i64> = query
+            .relevant
+            .iter()
+            .filter_map(|s| id_of_slug.get(s).copied())
+            .collect();
+        let first_relevant = |ids: &[i64]| {
+            ids.iter()
+                .position(|id| relevant.contains(id))
+                .map(|p| p + 1)
+        };
+
+        let started = Instant::now();
+        let result = rank(&index, &match_copy, LIMIT);
+        let took = started.elapsed();
+        let ids: Vec<i64> = result.rows.iter().map(|r| r.page_id).collect();
+        let found = first_relevant(&ids);
+        ours.add(&query.kind, found, took);
+        if show_misses && found != Some(1) {
+            println!(
+                "miss {:?} [{}] first relevant at {:?}, total {}",
+                query.q, query.kind, found, result.total
+            );
+            println!("      want {:?}", relevant.first().map(|id| title_of[id]));
+            for r in result.rows.iter().take(3) {
+                println!("      {:6.2} {}", r.score, title_of[&r.page_id]);
+            }
+        }
+
+        let started = Instant::now();
+        let ids = reference_rank(&reference_titles, &match_copy);
+        let took = started.elapsed();
+        reference.add(&query.kind, first_relevant(&ids), took);
+    }
+
+    println!(
+        "corpus {corpus_path}: {} titles, index built in {:.0} ms, ~{:.1} MB",
+        index.len(),
+        build_time.as_secs_f64() * 1e3,
+        index.heap_bytes() as f64 / 1e6
+    );
+    println!("queries {queries_path}: {}", queries.len());
+    println!();
+    println!(
+        "{:<22} {:<10} {:>6} {:>6} {:>6}  {:>9} {:>9}",
+        "ranker", "kind", "MRR@50", "R@1", "R@10", "median ms", "mean ms"
+    );
+    for (name, report) in [("search::rank", &ours), ("indel ratio (ref)", &reference)] {
+        let (median, mean) = report.ms();
+        println!(
+            "{name:<22} {:<10} {}  {median:>9.3} {mean:>9.3}",
+            "all",
+            report.overall.cells()
+        );
+        for (kind, tally) in &report.by_kind {
+            println!("{:<22} {kind:<10} {}", "", tally.cells());
+        }
+    }
+    Ok(())
+}
+
+/// Top `LIMIT` page ids by indel normalized similarity, ties by lower page id.
+fn reference_rank(titles: &[(i64, Vec<char>)], match_copy: &str) -> Vec<i64> {
+    let comparator = indel::BatchComparator::new(match_copy.chars());
+    let mut scored: Vec<(f64, i64)> = titles
+        .iter()
+        .map(|(id, t)| (comparator.normalized_similarity(t.iter().copied()), *id))
+        .collect();
+    let order = |a: &(f64, i64), b: &(f64, i64)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    if scored.len() > LIMIT {
+        scored.select_nth_unstable_by(LIMIT, order);
+        scored.truncate(LIMIT);
+    }
+    scored.sort_unstable_by(order);
+    scored.into_iter().map(|(_, id)| id).collect()
+}

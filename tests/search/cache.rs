@@ -1,0 +1,82 @@
+//! Gate 5: the fingerprinted cache never serves a stale corpus, and a hit maps its
+//! ids onto the freshly fetched titles.
+
+use crate::helpers::{header, spawn_app};
+
+const CLIENT: &str = "203.0.113.40";
+
+#[actix_web::test]
+async fn a_title_change_by_another_process_makes_the_next_identical_search_a_miss() {
+    let app = spawn_app().await;
+    let r = app.search("persistent database", CLIENT).await;
+    assert_eq!(header(&r, "x-search-cache"), Some("miss"));
+    assert!(r
+        .text()
+        .await
+        .unwrap()
+        .contains("Persistent key-value database"));
+
+    app.conn()
+        .execute(
+            "UPDATE pages SET title = 'Persistent key-value database, renamed', current_version = current_version + 1
+             WHERE slug = 'redis'",
+            [],
+        )
+        .unwrap();
+    let r = app.search("persistent database", CLIENT).await;
+    assert_eq!(header(&r, "x-search-cache"), Some("miss"));
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains("Persistent key-value database, renamed"),
+        "{body}"
+    );
+    assert_eq!(app.faults.scorings(), 2);
+}
+
+#[actix_web::test]
+async fn a_page_taken_off_the_candidates_is_never_shown_again() {
+    let app = spawn_app().await;
+    let (_, _, body) = app.search_json("kubernetes", CLIENT).await;
+    assert!(body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["slug"] == "kubernetes"));
+
+    for change in [
+        "UPDATE pages SET lifecycle = 'archived', current_version = current_version + 1 WHERE slug = 'kubernetes'",
+        "UPDATE pages SET claimed_at = 1, current_version = current_version + 1 WHERE slug = 'kubernetes-client'",
+    ] {
+        app.conn().execute(change, []).unwrap();
+        let (_, headers, body) = app.search_json("kubernetes", CLIENT).await;
+        assert_eq!(headers.get("x-search-cache").unwrap(), "miss");
+        let slugs: Vec<_> = body["results"].as_array().unwrap().iter().map(|r| r["slug"].clone()).collect();
+        assert!(!slugs.contains(&"kubernetes".into()), "{slugs:?}");
+    }
+    let (_, headers, body) = app.search_json("kubernetes", CLIENT).await;
+    assert_eq!(headers.get("x-search-cache").unwrap(), "hit");
+    assert!(!body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["slug"] == "kubernetes"));
+}
+
+#[actix_web::test]
+async fn a_change_outside_the_candidates_keeps_the_cache_warm() {
+    let app = spawn_app().await;
+    app.search("golang compiler", CLIENT).await;
+    // An archived page changing moves the generation but not the fingerprint.
+    app.conn()
+        .execute(
+            "UPDATE pages SET lifecycle = 'archived' WHERE slug = 'vim'",
+            [],
+        )
+        .unwrap();
+    app.search("golang compiler", CLIENT).await;
+    app.conn()
+        .execute("UPDATE pages SET body = 'edited' WHERE slug = 'vim'", [])
+        .unwrap();
+    let r = app.search("golang compiler", CLIENT).await;
+    assert_eq!(header(&r, "x-search-cache"), Some("hit"));
+}

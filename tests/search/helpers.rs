@@ -1,0 +1,273 @@
+//! `spawn_app()`: a real server on 127.0.0.1:0 over a temp SQLite file, with a manual
+//! clock and a fault hook in the scorer, and a typed handle to drive and inspect it.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use actix_web::web;
+use agent_pages::clock::ManualClock;
+use agent_pages::configuration::Settings;
+use agent_pages::search::client_ip::ClientIp;
+use agent_pages::startup::{AppState, Application};
+use rusqlite::Connection;
+
+/// A unix time on an hour boundary, so minute and hour windows start together.
+pub const T0: i64 = 1_800_000_000;
+
+/// A small real corpus (Debian package descriptions).
+pub const PAGES: &str = r#"{"slug":"kubernetes","title":"Kubernetes container orchestration"}
+{"slug":"kubernetes-client","title":"Kubernetes command line client"}
+{"slug":"golang","title":"Go programming language compiler"}
+{"slug":"nginx","title":"small, powerful, scalable web/proxy server"}
+{"slug":"postgresql","title":"object-relational SQL database"}
+{"slug":"vim","title":"Vi IMproved - enhanced vi editor"}
+{"slug":"redis","title":"Persistent key-value database with network interface"}
+{"slug":"curl","title":"command line tool for transferring data with URL syntax"}
+"#;
+
+/// What the scorer's fault hook does, chosen by the first word of the match copy:
+/// `panic…` panics; `block…` waits until [`Faults::open`]; anything else is counted.
+#[derive(Default)]
+pub struct Faults {
+    state: Mutex<FaultState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct FaultState {
+    scorings: usize,
+    active: usize,
+    max_active: usize,
+    blocked: usize,
+    open: bool,
+}
+
+impl Faults {
+    fn hook(&self, query: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.scorings += 1;
+        if query.starts_with("panic") {
+            drop(s);
+            panic!("injected scoring fault");
+        }
+        s.active += 1;
+        s.max_active = s.max_active.max(s.active);
+        if query.starts_with("block") {
+            s.blocked += 1;
+            self.changed.notify_all();
+            while !s.open {
+                s = self.changed.wait(s).unwrap();
+            }
+            s.blocked -= 1;
+        }
+        s.active -= 1;
+    }
+
+    /// The most scorings that were inside the hook at once.
+    pub fn max_active(&self) -> usize {
+        self.state.lock().unwrap().max_active
+    }
+
+    /// Scorings started so far (each ran the hook once).
+    pub fn scorings(&self) -> usize {
+        self.state.lock().unwrap().scorings
+    }
+
+    /// Lets every blocked scoring (and every later `block…` one) finish.
+    pub fn open(&self) {
+        self.state.lock().unwrap().open = true;
+        self.changed.notify_all();
+    }
+
+    /// Waits (off the async runtime) until `n` scorings are blocked in the hook.
+    pub async fn wait_blocked(self: &Arc<Self>, n: usize) {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let s = me.state.lock().unwrap();
+            let (s, timeout) = me
+                .changed
+                .wait_timeout_while(s, Duration::from_secs(30), |s| s.blocked < n)
+                .unwrap();
+            assert!(
+                !timeout.timed_out(),
+                "only {} scorings blocked, wanted {n}",
+                s.blocked
+            );
+        })
+        .await
+        .unwrap();
+    }
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub db_path: PathBuf,
+    pub client: reqwest::Client,
+    pub clock: ManualClock,
+    pub faults: Arc<Faults>,
+    pub state: web::Data<AppState>,
+    _dir: tempfile::TempDir,
+}
+
+/// The app with default settings over [`PAGES`].
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// The app over [`PAGES`], with `configure` applied to the settings first. The
+/// peer 127.0.0.1 is a trusted proxy, so tests pick a client with `X-Forwarded-For`.
+pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("nested").join("agent-pages.sqlite3");
+    {
+        let mut conn = agent_pages::db::open(&db_path).unwrap();
+        agent_pages::db::migrations::run(&mut conn).unwrap();
+        agent_pages::import::import(&mut conn, PAGES.as_bytes(), None, T0 - 100).unwrap();
+    }
+    let clock = ManualClock::new(T0);
+    let faults = Arc::new(Faults::default());
+    let mut settings = Settings::for_tests(db_path.clone());
+    settings.clock = Arc::new(clock.clone());
+    settings.trusted_proxies = "127.0.0.1".parse().unwrap();
+    let hook_faults = faults.clone();
+    settings.scoring_hook = Some(Arc::new(move |q: &str| hook_faults.hook(q)));
+    configure(&mut settings);
+
+    let app = Application::build(settings).await.expect("app builds");
+    let address = format!("http://{}", app.address());
+    let state = app.state();
+    actix_web::rt::spawn(app.into_server());
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    TestApp {
+        address,
+        db_path,
+        client,
+        clock,
+        faults,
+        state,
+        _dir: dir,
+    }
+}
+
+impl TestApp {
+    /// `GET /search?{raw_query}` (the query string sent exactly as given) from `client`.
+    pub async fn search_raw(&self, raw_query: &str, client: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}/search?{raw_query}", self.address))
+            .header("X-Forwarded-For", client)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// `GET /search?q=…` (encoded) from `client`.
+    pub async fn search(&self, q: &str, client: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}/search", self.address))
+            .query(&[("q", q)])
+            .header("X-Forwarded-For", client)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// [`TestApp::search`] on its own task; resolves to the status code.
+    pub fn spawn_search(&self, q: &str, client: &str) -> actix_web::rt::task::JoinHandle<u16> {
+        let request = self
+            .client
+            .get(format!("{}/search", self.address))
+            .query(&[("q", q)])
+            .header("X-Forwarded-For", client);
+        actix_web::rt::spawn(async move { request.send().await.unwrap().status().as_u16() })
+    }
+
+    /// Same as [`TestApp::search`] with `Accept: application/json`, body parsed.
+    pub async fn search_json(
+        &self,
+        q: &str,
+        client: &str,
+    ) -> (
+        reqwest::StatusCode,
+        reqwest::header::HeaderMap,
+        serde_json::Value,
+    ) {
+        let r = self
+            .client
+            .get(format!("{}/search", self.address))
+            .query(&[("q", q)])
+            .header("X-Forwarded-For", client)
+            .header("Accept", "application/json")
+            .send()
+            .await
+            .unwrap();
+        let (status, headers) = (r.status(), r.headers().clone());
+        (status, headers, r.json().await.unwrap())
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.address))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// (minute, hour) counters of `client` as stored in SQLite (0 when no row).
+    pub fn counters(&self, client: &str) -> (i64, i64) {
+        let keys = ClientIp::from_addr(client.parse().unwrap()).bucket_keys();
+        let conn = self.conn();
+        let read = |bucket: &str| {
+            conn.query_row(
+                "SELECT count FROM rate_limit_counters WHERE bucket = ?1",
+                [bucket],
+                |r| r.get(0),
+            )
+            .unwrap_or(0)
+        };
+        (read(&keys.minute), read(&keys.hour))
+    }
+
+    /// A separate connection, as another process would have.
+    pub fn conn(&self) -> Connection {
+        agent_pages::db::open(&self.db_path).unwrap()
+    }
+
+    /// Candidate fetches and (slots taken, slots refused) so far.
+    pub fn work(&self) -> (u64, (u64, u64)) {
+        (self.state.corpus.fetches(), self.state.scorers.counts())
+    }
+
+    /// Waits until no scorer slot is held (a slot is released just after its
+    /// scoring returns, on the scorer thread).
+    pub async fn wait_slots_free(&self) {
+        self.wait_until(|| self.state.scorers.busy() == 0).await;
+    }
+
+    /// Polls `condition` until it holds; fails the test after 30 s.
+    pub async fn wait_until(&self, condition: impl Fn() -> bool) {
+        for _ in 0..3000 {
+            if condition() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("condition not reached in 30 s");
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        // Drop pooled connections while the runtime still runs: deadpool hands each
+        // one to `spawn_blocking` on drop, which panics once the runtime shuts down
+        // (and the server task is only dropped then).
+        self.state.pool.close();
+    }
+}
+
+pub fn header<'a>(r: &'a reqwest::Response, name: &str) -> Option<&'a str> {
+    r.headers().get(name).and_then(|v| v.to_str().ok())
+}

@@ -1,0 +1,11 @@
+//! Integration tests of `GET /search` through real HTTP on a loopback port 0, over a
+//! real SQLite file, with real concurrency.
+
+mod budget;
+mod cache;
+mod helpers;
+mod identity;
+mod matrix;
+mod pages;
+mod slots;
+mod validation;

@@ -1,0 +1,47 @@
+//! The scorer pool's strict bound: never more than SEARCH_CONCURRENCY scorings, no
+//! queue, and no slot leaked by a client that goes away.
+
+use std::io::Write;
+use std::net::TcpStream;
+
+use crate::helpers::spawn_app_with;
+
+#[actix_web::test]
+async fn distinct_concurrent_misses_never_run_more_than_the_slots_and_never_queue() {
+    let app = spawn_app_with(|s| {
+        s.search.concurrency = 2;
+        s.search.rate_per_minute = 100;
+    })
+    .await;
+    let handles: Vec<_> = (0..12)
+        .map(|i| app.spawn_search(&format!("block query {i}"), &format!("198.51.100.{i}")))
+        .collect();
+    app.faults.wait_blocked(2).await;
+    // While two scorings hold both slots, the other ten are refused, not queued.
+    app.wait_until(|| app.state.scorers.counts().1 == 10).await;
+    app.faults.open();
+    let mut statuses = Vec::new();
+    for h in handles {
+        statuses.push(h.await.unwrap());
+    }
+    statuses.sort();
+    assert_eq!(statuses, [[200; 2].as_slice(), &[503; 10]].concat());
+    assert_eq!(app.state.scorers.counts(), (2, 10));
+    assert_eq!(app.faults.max_active(), 2);
+    app.wait_slots_free().await;
+}
+
+#[actix_web::test]
+async fn a_client_that_disconnects_mid_scoring_does_not_leak_its_slot() {
+    let app = spawn_app_with(|s| s.search.concurrency = 1).await;
+    let addr = app.address.trim_start_matches("http://").to_owned();
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    write!(stream, "GET /search?q=block+gone HTTP/1.1\r\nHost: {addr}\r\nX-Forwarded-For: 198.51.100.9\r\n\r\n").unwrap();
+    app.faults.wait_blocked(1).await;
+    assert_eq!(app.state.scorers.busy(), 1);
+    drop(stream);
+    app.faults.open();
+    app.wait_slots_free().await;
+    let r = app.search("another query", "198.51.100.10").await;
+    assert_eq!(r.status(), 200, "the only slot is free again");
+}

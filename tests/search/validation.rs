@@ -1,0 +1,55 @@
+//! Gate 1 through HTTP, including encodings a browser would never send.
+
+use crate::helpers::{header, spawn_app};
+
+const CLIENT: &str = "203.0.113.77";
+
+#[actix_web::test]
+async fn the_gate_1_table_holds_over_http() {
+    let app = spawn_app().await;
+    let nfkc = "%EF%B7%BA".repeat(4); // U+FDFA x4: 4 chars raw, 75 after NFKC
+    let cases: &[(&str, u16)] = &[
+        ("q=", 303),
+        ("q=%20%20", 303),
+        ("x=1", 303),
+        ("q=%C3%28", 400),  // not UTF-8
+        ("q=%E0%A4", 400),  // truncated UTF-8
+        ("q=%G1", 400),     // not a percent escape
+        ("q=ab&q=ab", 400), // given twice
+        ("q=k", 200),
+        ("q=!!", 200),
+        ("q=-a-", 200),
+        (&format!("q={nfkc}"), 400),
+    ];
+    for (raw, status) in cases {
+        let r = app.search_raw(raw, CLIENT).await;
+        assert_eq!(r.status().as_u16(), *status, "{raw}");
+        assert_eq!(header(&r, "x-search-cache"), None, "{raw}");
+    }
+    assert_eq!(app.counters(CLIENT), (0, 0), "gate 1 spends nothing");
+    assert_eq!(app.work(), (0, (0, 0)));
+}
+
+#[actix_web::test]
+async fn sixty_four_chars_pass_and_sixty_five_do_not() {
+    let app = spawn_app().await;
+    assert_eq!(app.search(&"é".repeat(64), CLIENT).await.status(), 200);
+    assert_eq!(app.search(&"é".repeat(65), CLIENT).await.status(), 400);
+    assert_eq!(app.counters(CLIENT), (1, 1));
+}
+
+#[actix_web::test]
+async fn the_query_is_escaped_wherever_it_is_shown() {
+    let app = spawn_app().await;
+    let body = app
+        .search("<script>alert(1)</script>", CLIENT)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!body.contains("<script>alert(1)"));
+    assert!(
+        body.contains("&lt;script&gt;alert(1)&lt;&#x2F;script&gt;")
+            || body.contains("&lt;script&gt;")
+    );
+}
