@@ -1,0 +1,141 @@
+//! Real helper programs (nginx, chromedriver) as child processes of a test: found on
+//! the machine or reported missing with the package to install, started on a free
+//! loopback port, awaited until they accept connections, and killed on drop.
+
+#![allow(dead_code)] // each test crate that includes this uses a different part
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a helper program may take to accept connections. Generous, because CI
+/// shares two cores with the build; reaching it fails the test, it never passes it.
+pub const READY_DEADLINE: Duration = Duration::from_secs(60);
+
+/// The path of `program`, looked up on `PATH` and in the sbin folders (nginx lives in
+/// /usr/sbin, which is not on every user's PATH). `env_override` names a variable
+/// that, when set, wins. Panics, naming the Debian package, when it is nowhere.
+pub fn require_program(program: &str, env_override: &str, package: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(env_override) {
+        return PathBuf::from(path);
+    }
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path_var).collect();
+    dirs.extend(["/usr/sbin", "/sbin", "/usr/local/sbin"].map(PathBuf::from));
+    dirs.into_iter()
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "`{program}` is not installed: this test runs the real program. Install it \
+                 with `apt-get install -y {package}` (.ci/run does this on CI), or point \
+                 {env_override} at the binary."
+            )
+        })
+}
+
+/// A loopback port that was free a moment ago. The program that gets it binds it
+/// itself, so another process could take it in between; that shows up as the program
+/// exiting with "address in use", which [`ChildGuard::wait_for_port`] reports.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+/// A running child process, in its own process group so that everything it starts
+/// (Chromium under chromedriver) is killed with it, also when the test panics.
+pub struct ChildGuard {
+    name: String,
+    child: Child,
+    /// Files worth showing when the program fails (its error log, say).
+    logs: Vec<PathBuf>,
+}
+
+impl ChildGuard {
+    /// Starts `command` with stdin closed and stdout/stderr going to `NAME.out` in
+    /// `log_dir` (a file, not a pipe: nobody reads a pipe while the test runs, and a
+    /// full one would stall the program).
+    pub fn spawn(name: &str, mut command: Command, log_dir: &Path) -> Self {
+        let out_path = log_dir.join(format!("{name}.out"));
+        let out = std::fs::File::create(&out_path).expect("creating the output file");
+        command
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("cloning a file handle"))
+            .stderr(out)
+            .process_group(0);
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {name} ({command:?}): {e}"));
+        Self {
+            name: name.to_owned(),
+            child,
+            logs: vec![out_path],
+        }
+    }
+
+    /// Adds a file whose contents are shown when the program fails to come up.
+    pub fn with_log(mut self, path: impl AsRef<Path>) -> Self {
+        self.logs.push(path.as_ref().to_owned());
+        self
+    }
+
+    /// Polls until `127.0.0.1:port` accepts a connection. Fails the test with the
+    /// program's output if it exits first or [`READY_DEADLINE`] passes.
+    pub fn wait_for_port(&mut self, port: u16) {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + READY_DEADLINE;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("polling the child") {
+                panic!(
+                    "{} exited with {status} before accepting connections on {addr}\n{}",
+                    self.name,
+                    self.output()
+                );
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return;
+            }
+            if Instant::now() > deadline {
+                let name = self.name.clone();
+                let output = self.stop_and_collect_output();
+                panic!("{name} did not accept connections on {addr} within {READY_DEADLINE:?}\n{output}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn kill_group(&mut self) {
+        // The child leads its own group (process_group(0)), so -pid is that group.
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: kill(2) with a negative pid signals the group we created.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+
+    fn stop_and_collect_output(&mut self) -> String {
+        self.kill_group();
+        self.output()
+    }
+
+    /// The program's output and log files, for a failure message.
+    pub fn output(&self) -> String {
+        let mut text = String::new();
+        for log in &self.logs {
+            let contents = std::fs::read_to_string(log).unwrap_or_default();
+            text.push_str(&format!("--- {}\n{contents}", log.display()));
+        }
+        text
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.kill_group();
+    }
+}
