@@ -14,6 +14,10 @@ WORKDIR /src
 ENV CARGO_PROFILE_RELEASE_DEBUG=0
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+# Cargo parses every target the manifest declares, also for `--bin`: a declared bench
+# or example missing here fails the build before anything compiles.
+COPY benches ./benches
+COPY examples ./examples
 COPY migrations ./migrations
 COPY templates ./templates
 COPY static ./static

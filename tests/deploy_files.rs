@@ -392,6 +392,63 @@ fn every_file_the_dockerfile_copies_exists_and_is_in_the_build_context() {
 }
 
 #[test]
+fn the_builder_stage_copies_every_target_cargo_must_find() {
+    // Cargo checks that every target in the manifest exists before it builds even
+    // one binary, so the builder needs the sources of all of them, not only src/.
+    let output = run({
+        let mut command = Command::new(env!("CARGO"));
+        command.args([
+            "metadata",
+            "--no-deps",
+            "--offline",
+            "--format-version",
+            "1",
+        ]);
+        command
+    });
+    assert!(
+        output.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let file = dockerfile();
+    let builder = &file.stages[0];
+    let copied: Vec<&str> = builder
+        .all("COPY")
+        .into_iter()
+        .flat_map(|copy| {
+            let parts: Vec<&str> = copy.split(' ').collect();
+            parts[..parts.len() - 1].to_vec()
+        })
+        .collect();
+    // Integration tests are only discovered, never declared, so a missing tests/
+    // folder is fine; declaring one with [[test]] would change that.
+    let manifest = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    let tests_declared = manifest.contains("[[test]]");
+    for target in metadata["packages"][0]["targets"].as_array().unwrap() {
+        let kinds: Vec<&str> = target["kind"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|k| k.as_str())
+            .collect();
+        if kinds == ["test"] && !tests_declared {
+            continue;
+        }
+        let path = PathBuf::from(target["src_path"].as_str().unwrap());
+        let relative = path.strip_prefix(repo()).unwrap();
+        let top = relative.components().next().unwrap().as_os_str();
+        assert!(
+            copied.iter().any(|c| std::ffi::OsStr::new(c) == top),
+            "the builder stage does not copy {} ({kinds:?} target {})",
+            top.to_string_lossy(),
+            target["name"]
+        );
+    }
+}
+
+#[test]
 fn the_dockerfile_passes_hadolint() {
     let hadolint = std::env::var_os("HADOLINT")
         .map(PathBuf::from)
