@@ -7,12 +7,13 @@
 
 pub mod migrations;
 pub mod pages;
+pub mod pin_failures;
 
 use std::path::Path;
 use std::time::Duration;
 
 use deadpool_sqlite::{Config, Hook, HookError, Pool, Runtime};
-use rusqlite::Connection;
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 /// How long a statement waits for another writer before failing with `SQLITE_BUSY`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -88,6 +89,27 @@ where
         .await
         .map_err(|e| DbError::Pool(e.to_string()))?
         .map_err(DbError::from)
+}
+
+/// Runs `f` inside a `BEGIN IMMEDIATE` transaction on a pooled connection and
+/// commits when it returns `Ok` (rolls back on `Err`). IMMEDIATE takes the write lock
+/// up front, so read-then-write code in `f` (a version bump, a free-slug search)
+/// never races another writer; a writer that finds the lock taken waits up to
+/// [`BUSY_TIMEOUT`].
+///
+/// Errors: as [`with_conn`].
+pub async fn with_write<T, F>(pool: &Pool, f: F) -> Result<T, DbError>
+where
+    F: FnOnce(&Transaction<'_>) -> Result<T, rusqlite::Error> + Send + 'static,
+    T: Send + 'static,
+{
+    with_conn(pool, move |conn| {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    })
+    .await
 }
 
 /// `SELECT 1`: does the database answer? Used by `/healthz`.
