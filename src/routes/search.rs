@@ -5,7 +5,6 @@
 //! query text never reaches a log line: the event at the end records the outcome,
 //! status, a prefix of the hashed bucket key, counters, cache status and latency.
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -16,7 +15,7 @@ use serde::Serialize;
 use crate::actors::{cache, rate_limiter};
 use crate::routes::render;
 use crate::search::budget::{self, Window};
-use crate::search::client_ip::{self, BucketKeys};
+use crate::search::client_ip::BucketKeys;
 use crate::search::corpus::Snapshot;
 use crate::search::query::{Gate1, SearchQuery};
 use crate::search::rank::SearchResult;
@@ -189,18 +188,7 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
 
 /// Gate 2 on this request: the socket peer, or the client a trusted proxy names.
 fn client_keys(state: &AppState, req: &HttpRequest) -> BucketKeys {
-    let peer = req
-        .peer_addr()
-        .map(|a| a.ip())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-    // A header that is not visible ASCII cannot hold an address: keep it in the walk
-    // as an unparseable entry rather than dropping it.
-    let forwarded: Vec<&str> = req
-        .headers()
-        .get_all("x-forwarded-for")
-        .map(|v| v.to_str().unwrap_or("unparseable"))
-        .collect();
-    client_ip::resolve(peer, &forwarded, &state.trusted_proxies).bucket_keys()
+    crate::routes::client_ip(req, &state.trusted_proxies).bucket_keys()
 }
 
 fn with_search_headers(mut response: HttpResponse) -> HttpResponse {
