@@ -162,6 +162,7 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
         .route("/theme/{name}", web::get().to(routes::theme::set_theme))
         .route("/healthz", web::get().to(routes::health::healthz))
         .route("/static/{name}", web::get().to(routes::assets::asset))
+        .service(routes::api::scope())
         .default_service(web::to(routes::not_found));
 }
 

@@ -1,5 +1,6 @@
 //! HTTP routes, one file per endpoint family, and the helpers they share.
 
+pub mod api;
 pub mod assets;
 pub mod health;
 pub mod ledger;
