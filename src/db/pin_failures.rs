@@ -70,6 +70,12 @@ mod tests {
         assert_eq!(count(&tx, &key, T0 + 5).unwrap(), 2);
         assert_eq!(count(&tx, &key, T0 + HOUR).unwrap(), 0);
         assert_eq!(record(&tx, &key, T0 + HOUR).unwrap(), 1);
+        // The search budget's sweep clears these rows once their window has ended.
+        assert_eq!(
+            crate::search::budget::sweep(&tx, T0 + 2 * HOUR - 1).unwrap(),
+            0
+        );
+        assert_eq!(crate::search::budget::sweep(&tx, T0 + 2 * HOUR).unwrap(), 1);
         tx.commit().unwrap();
         assert_eq!(retry_after(T0 + 10), HOUR - 10);
         assert_eq!(retry_after(T0), HOUR);

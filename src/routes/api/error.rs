@@ -188,7 +188,7 @@ impl From<DbError> for ApiError {
 }
 
 /// An RFC 9457 problem document, as every API error is answered.
-#[derive(Debug, Serialize, serde::Deserialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Problem {
     /// Stable per kind, e.g. `/problems/wrong-pin`: match on this, not on `detail`.
     #[serde(rename = "type")]
