@@ -3,6 +3,7 @@
 
 mod budget;
 mod cache;
+#[path = "../common/mod.rs"]
 mod helpers;
 mod identity;
 mod matrix;

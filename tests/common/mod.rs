@@ -1,5 +1,9 @@
 //! `spawn_app()`: a real server on 127.0.0.1:0 over a temp SQLite file, with a manual
 //! clock and a fault hook in the scorer, and a typed handle to drive and inspect it.
+//! Shared by the `search` and `api` test binaries (each includes it with `#[path]`).
+
+// Each binary uses part of it.
+#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
