@@ -48,7 +48,7 @@ pub fn main() -> ExitCode {
         Ok(f) => f,
         Err(line) => return config_error(&line),
     };
-    if let Err(e) = telemetry::init(format, std::io::stderr) {
+    if let Err(e) = telemetry::init(format, telemetry::env_filter(), std::io::stderr) {
         eprintln!("agent-pages: logging: {e}");
     }
     let result = match cli.command {

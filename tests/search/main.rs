@@ -7,5 +7,6 @@ mod helpers;
 mod identity;
 mod matrix;
 mod pages;
+mod privacy;
 mod slots;
 mod validation;
