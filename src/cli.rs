@@ -76,6 +76,9 @@ fn config_error(line: &str) -> ExitCode {
 fn serve(settings: Settings) -> anyhow::Result<()> {
     actix_web::rt::System::new().block_on(async move {
         let app = Application::build(settings).await?;
+        if let Some(metrics) = app.metrics_address() {
+            tracing::info!("metrics on http://{metrics}/metrics");
+        }
         let url = format!("http://{}", app.address());
         tracing::info!(%url, "listening on {url}");
         println!("listening on {url}");

@@ -3,6 +3,7 @@
 pub mod assets;
 pub mod health;
 pub mod ledger;
+pub mod metrics;
 pub mod search;
 pub mod theme;
 

@@ -137,7 +137,7 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
     let app = Application::build(settings).await.expect("app builds");
     let address = format!("http://{}", app.address());
     let state = app.state();
-    actix_web::rt::spawn(app.into_server());
+    app.spawn();
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

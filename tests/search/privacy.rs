@@ -60,7 +60,7 @@ async fn a_unique_query_never_appears_in_captured_logs() {
 
     let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
     assert!(
-        text.contains("\"outcome\":\"miss\"") && text.contains("\"outcome\":\"refused_minute\""),
+        text.contains("\"outcome\":\"miss\"") && text.contains("\"outcome\":\"429-minute\""),
         "search events were logged"
     );
     assert!(text.contains("/search"), "the path is logged");
