@@ -1,8 +1,10 @@
 //! Integration tests of `GET /search` through real HTTP on a loopback port 0, over a
 //! real SQLite file, with real concurrency.
 
+mod admission;
 mod budget;
 mod cache;
+mod coalescing;
 mod helpers;
 mod identity;
 mod matrix;
