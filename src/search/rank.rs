@@ -3,26 +3,26 @@
 //!
 //! Method, in the order a query flows:
 //!
-//! 1. The query's match copy and every title are accent-folded ([`fold`]: Latin and
+//! 1. The query's match copy and every title are accent-folded (`fold`: Latin and
 //!    Greek marks dropped, other scripts' marks kept) and split into words.
 //! 2. Each query word is compared once with each distinct corpus word of plausible
-//!    length ([`lookup`]): OSA distance (a swap of two adjacent letters is one edit)
+//!    length (`lookup`): OSA distance (a swap of two adjacent letters is one edit)
 //!    within a budget that grows with word length (0 edits up to 2 chars, 1 up to 5,
 //!    2 beyond); the last query word also matches words it is a prefix of (with
 //!    a smaller budget).
 //! 3. Titles are gathered from the postings of the matched words; a first pass
 //!    records which query words each title matches and their best qualities, which
 //!    bounds the title's final score from above.
-//! 4. Titles are scored exactly in order of that bound ([`score`]: matched words
+//! 4. Titles are scored exactly in order of that bound (`score`: matched words
 //!    and their similarity, then word proximity and order, then how much of the title
 //!    the query covers) until no remaining bound can enter the top `limit`.
 //!
 //! Rank order (deterministic): higher score, then fewer title words, then lower
 //! page id.
 //!
-//! Module map: [`fold`] (accent folding), [`index`] (the per-corpus index),
-//! [`lookup`] (query word → lexicon words), [`gather`] (steps 2–3), [`score`] (one
-//! title's score), [`select`] (step 4, the top rows).
+//! Module map: `fold` (accent folding), `index` (the per-corpus index),
+//! `lookup` (query word → lexicon words), `gather` (steps 2–3), `score` (one
+//! title's score), `select` (step 4, the top rows).
 
 mod fold;
 mod gather;

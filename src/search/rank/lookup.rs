@@ -117,26 +117,23 @@ pub(super) fn lookup(lexicon: &Lexicon, query: &QueryWord, out: &mut Vec<WordHit
             }
         }
         if prefix && word.len() > len {
-            let edits = if prefix_budget == 0 {
-                (word[..len] == *q).then_some(0)
-            } else {
-                // The best match of the query against the word's heads of
-                // len ± budget chars. The signature of the longest head must lack
-                // at most `prefix_budget` of the query's chars; a precomputed head
-                // signature is tried first.
-                let head_max = (len + prefix_budget).min(word.len() - 1);
-                let plausible = if head_max <= HEAD_CHARS {
+            // The signature of the longest head tried must lack at most
+            // `prefix_budget` of the query's chars; a precomputed head signature
+            // is tried first.
+            let plausible = prefix_budget == 0 || {
+                let head_max = longest_head(len, prefix_budget, word.len());
+                if head_max <= HEAD_CHARS {
                     lacks_at_most(lexicon.head_masks[id as usize], prefix_budget)
                         && (head_max == HEAD_CHARS.min(word.len())
                             || lacks_at_most(char_mask(&word[..head_max]), prefix_budget))
                 } else {
                     lacks_at_most(char_mask(&word[..head_max]), prefix_budget)
-                };
-                plausible
-                    .then(|| prefix_edits(&comparator, word, len, prefix_budget, head_max))
-                    .flatten()
+                }
             };
-            if let Some(d) = edits {
+            let edits = plausible
+                .then(|| prefix_match(&comparator, q, word))
+                .flatten();
+            if let Some((d, _)) = edits {
                 let p = prefix_quality(d, len, word.len());
                 best = Some(best.map_or(p, |b| b.max(p)));
             }
@@ -145,6 +142,31 @@ pub(super) fn lookup(lexicon: &Lexicon, query: &QueryWord, out: &mut Vec<WordHit
             out.push(WordHit { word: id, quality });
         }
     }
+}
+
+/// The prefix rule for one word longer than the query `q` (cached in
+/// `comparator`): the fewest OSA edits, within [`prefix_typo_budget`], between `q`
+/// and a head of `word` (a strict prefix of `len ± budget` chars), with the length
+/// of that head in chars. On a tie the head whose length is nearest `q`'s wins,
+/// then the shorter one. Used by [`lookup`] (edits) and by highlighting (head).
+pub(super) fn prefix_match(
+    comparator: &osa::BatchComparator<char>,
+    q: &[char],
+    word: &[char],
+) -> Option<(usize, usize)> {
+    let len = q.len();
+    debug_assert!(word.len() > len);
+    let budget = prefix_typo_budget(len);
+    if budget == 0 {
+        return (word[..len] == *q).then_some((0, len));
+    }
+    let head_max = longest_head(len, budget, word.len());
+    prefix_edits(comparator, word, len, budget, head_max)
+}
+
+/// Longest head of a `word_len`-char word tried for a query of `len` chars.
+fn longest_head(len: usize, budget: usize, word_len: usize) -> usize {
+    (len + budget).min(word_len - 1)
 }
 
 /// Whether `bits` has at most `k` bits set. Clearing the lowest set bit `k` times
@@ -158,28 +180,31 @@ fn at_most_bits(mut bits: u64, k: usize) -> bool {
 }
 
 /// Fewest OSA edits between the query (cached in `comparator`) and a head of
-/// `word` of `len - budget ..= head_max` chars, if within `budget`. Heads are
-/// tried from length `len` outwards, and only while their length difference
-/// (a lower bound of their distance) can still beat the best found.
+/// `word` of `len - budget ..= head_max` chars, if within `budget`, with that
+/// head's length (the first found on a tie). Heads are tried from length `len`
+/// outwards, shorter first, and only while their length difference (a lower
+/// bound of their distance) can still beat the best found.
 fn prefix_edits(
     comparator: &osa::BatchComparator<char>,
     word: &[char],
     len: usize,
     budget: usize,
     head_max: usize,
-) -> Option<usize> {
-    let mut best: Option<usize> = None;
+) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, usize)> = None;
     for offset in 0..=budget {
-        if best.is_some_and(|b| b <= offset) {
+        if best.is_some_and(|(b, _)| b <= offset) {
             break;
         }
-        let cutoff = best.map_or(budget, |b| b - 1);
+        let cutoff = best.map_or(budget, |(b, _)| b - 1);
         let args = osa::Args::default().score_cutoff(cutoff);
         let shorter = len.checked_sub(offset).filter(|&j| j >= 1);
         let longer = Some(len + offset).filter(|&j| offset > 0 && j <= head_max);
         for j in [shorter, longer].into_iter().flatten() {
             if let Some(d) = comparator.distance_with_args(word[..j].iter().copied(), &args) {
-                best = Some(best.map_or(d, |b| b.min(d)));
+                if best.is_none_or(|(b, _)| d < b) {
+                    best = Some((d, j));
+                }
             }
         }
     }
