@@ -54,7 +54,10 @@ struct Args {
 /// Ordinal word for distinct queries: a different word per request, so each is a
 /// miss, from a fixed alphabet so queries stay valid and realistic in length.
 fn distinct_query(stem: &str, i: usize) -> String {
-    const SYLLABLES: [&str; 16] = ["ka", "lo", "mi", "ne", "pu", "ra", "si", "to", "vu", "ze", "bo", "di", "fa", "gu", "ha", "je"];
+    const SYLLABLES: [&str; 16] = [
+        "ka", "lo", "mi", "ne", "pu", "ra", "si", "to", "vu", "ze", "bo", "di", "fa", "gu", "ha",
+        "je",
+    ];
     let mut word = String::new();
     let mut n = i;
     loop {
@@ -99,9 +102,20 @@ async fn main() {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..args.concurrency {
-        let (client, results, next, barrier) = (client.clone(), results.clone(), next.clone(), barrier.clone());
-        let (url, query, mode, clients, burst, total) =
-            (args.url.clone(), args.query.clone(), args.mode, args.clients, args.burst, args.requests);
+        let (client, results, next, barrier) = (
+            client.clone(),
+            results.clone(),
+            next.clone(),
+            barrier.clone(),
+        );
+        let (url, query, mode, clients, burst, total) = (
+            args.url.clone(),
+            args.query.clone(),
+            args.mode,
+            args.clients,
+            args.burst,
+            args.requests,
+        );
         tasks.push(tokio::spawn(async move {
             if burst {
                 // Warm this worker's connection first, so the burst is not a connect storm.
@@ -120,7 +134,10 @@ async fn main() {
                 let mut request = client.get(format!("{url}/search")).query(&[("q", q)]);
                 if clients > 0 {
                     let n = i as u32 % clients;
-                    request = request.header("X-Forwarded-For", format!("10.{}.{}.{}", (n >> 16) & 255, (n >> 8) & 255, n & 255));
+                    request = request.header(
+                        "X-Forwarded-For",
+                        format!("10.{}.{}.{}", (n >> 16) & 255, (n >> 8) & 255, n & 255),
+                    );
                 }
                 let t = Instant::now();
                 let class = match request.send().await {
@@ -131,7 +148,12 @@ async fn main() {
                     }
                     Err(_) => "error".into(),
                 };
-                results.lock().await.entry(class).or_default().push(t.elapsed());
+                results
+                    .lock()
+                    .await
+                    .entry(class)
+                    .or_default()
+                    .push(t.elapsed());
             }
         }));
     }
@@ -148,7 +170,10 @@ async fn main() {
         elapsed,
         args.requests as f64 / elapsed
     );
-    println!("{:<14} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9}", "outcome", "count", "share", "p50 ms", "p90 ms", "p99 ms", "max ms");
+    println!(
+        "{:<14} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9}",
+        "outcome", "count", "share", "p50 ms", "p90 ms", "p99 ms", "max ms"
+    );
     for (class, latencies) in results.iter() {
         let mut sorted = latencies.clone();
         sorted.sort();

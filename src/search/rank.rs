@@ -26,11 +26,13 @@
 
 mod fold;
 mod gather;
+mod highlight;
 mod index;
 mod lookup;
 mod score;
 mod select;
 
+pub use highlight::highlight;
 pub use index::RankIndex;
 use lookup::QueryWord;
 
