@@ -18,6 +18,9 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 /// How long a statement waits for another writer before failing with `SQLITE_BUSY`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Longest wait for a pooled connection before the request fails.
+pub const POOL_WAIT: Duration = Duration::from_secs(10);
+
 /// Errors of the database boundary. The cause is kept for logs; responses never show it.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -60,7 +63,12 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
 /// the same pragmas. `max_size` connections at most.
 pub fn create_pool(path: &Path, max_size: usize) -> Result<Pool, DbError> {
     let mut config = Config::new(path);
-    config.pool = Some(deadpool_sqlite::PoolConfig::new(max_size));
+    let mut pool = deadpool_sqlite::PoolConfig::new(max_size);
+    // A request never waits on the pool without end: its wait queue is bounded in
+    // time, so a flood of readers cannot pile up behind it.
+    pool.timeouts.wait = Some(POOL_WAIT);
+    pool.timeouts.create = Some(POOL_WAIT);
+    config.pool = Some(pool);
     config
         .builder(Runtime::Tokio1)
         .map_err(|e| DbError::Pool(e.to_string()))?

@@ -4,6 +4,7 @@ pub mod api;
 pub mod assets;
 pub mod health;
 pub mod ledger;
+pub mod metrics;
 pub mod search;
 pub mod theme;
 
