@@ -24,7 +24,7 @@ use crate::search::budget::{self, Window};
 use crate::search::client_ip::BucketKeys;
 use crate::search::corpus::Snapshot;
 use crate::search::query::{Gate1, SearchQuery};
-use crate::search::rank::SearchResult;
+use crate::search::rank::{self, SearchResult};
 use crate::startup::AppState;
 use crate::templates::format_time;
 
@@ -73,6 +73,8 @@ pub enum Outcome {
     /// Scored or found in the cache: 200.
     Answered {
         display: String,
+        /// The match copy, for highlighting the matched words.
+        match_copy: String,
         result: Arc<SearchResult>,
         snapshot: Arc<Snapshot>,
         cache: CacheStatus,
@@ -170,10 +172,12 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         match_copy: query.match_copy().to_owned(),
         fingerprint: snapshot.fingerprint,
     };
+    let match_copy = key.match_copy.clone();
     let (flight, cache) = match state.cache.send(cache::Admit(key.clone())).await {
         Ok(Admission::Hit(result)) => {
             return Outcome::Answered {
                 display,
+                match_copy,
                 result,
                 snapshot,
                 cache: CacheStatus::Hit,
@@ -193,6 +197,7 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     match flight.await {
         Ok(Ok(result)) => Outcome::Answered {
             display,
+            match_copy,
             result,
             snapshot,
             cache,
@@ -458,9 +463,43 @@ struct SearchContext<'a> {
 #[derive(Serialize)]
 struct TableRow {
     slug: String,
-    title: String,
+    /// The title cut into runs, `mark` on the words the query matched; the template
+    /// escapes each run's text and wraps marked runs in `<mark>`.
+    title: Vec<TitleRun>,
     score: String,
     updated_at: String,
+}
+
+#[derive(Serialize)]
+struct TitleRun {
+    text: String,
+    mark: bool,
+}
+
+/// Cuts `title` at the byte ranges [`rank::highlight`] reports for `match_copy`.
+fn highlighted(title: &str, match_copy: &str) -> Vec<TitleRun> {
+    let mut runs = Vec::new();
+    let mut at = 0;
+    for range in rank::highlight(title, match_copy) {
+        if range.start > at {
+            runs.push(TitleRun {
+                text: title[at..range.start].to_owned(),
+                mark: false,
+            });
+        }
+        runs.push(TitleRun {
+            text: title[range.clone()].to_owned(),
+            mark: true,
+        });
+        at = range.end;
+    }
+    if at < title.len() {
+        runs.push(TitleRun {
+            text: title[at..].to_owned(),
+            mark: false,
+        });
+    }
+    runs
 }
 
 impl<'a> SearchContext<'a> {
@@ -522,6 +561,7 @@ fn html_response(
         Outcome::Failed { display } => page(SearchContext::notice(display, "error", FAILED)),
         Outcome::Answered {
             display,
+            match_copy,
             result,
             snapshot,
             cache,
@@ -529,8 +569,8 @@ fn html_response(
             let results: Vec<TableRow> = rows(result, snapshot)
                 .into_iter()
                 .map(|r| TableRow {
+                    title: highlighted(&r.title, match_copy),
                     slug: r.slug,
-                    title: r.title,
                     score: format!("{:.1}", r.score),
                     updated_at: format_time(r.updated_at),
                 })
@@ -659,6 +699,7 @@ fn json_response(status: StatusCode, outcome: &Outcome) -> HttpResponse {
             result,
             snapshot,
             cache,
+            ..
         } => {
             let body = JsonAnswer {
                 query: display,

@@ -7,6 +7,7 @@ mod cache;
 mod coalescing;
 #[path = "../common/mod.rs"]
 mod helpers;
+mod highlight;
 mod identity;
 mod matrix;
 mod pages;
