@@ -48,7 +48,7 @@ pub fn main() -> ExitCode {
         Ok(f) => f,
         Err(line) => return config_error(&line),
     };
-    if let Err(e) = telemetry::init(format, std::io::stderr) {
+    if let Err(e) = telemetry::init(format, telemetry::env_filter(), std::io::stderr) {
         eprintln!("agent-pages: logging: {e}");
     }
     let result = match cli.command {
@@ -76,6 +76,9 @@ fn config_error(line: &str) -> ExitCode {
 fn serve(settings: Settings) -> anyhow::Result<()> {
     actix_web::rt::System::new().block_on(async move {
         let app = Application::build(settings).await?;
+        if let Some(metrics) = app.metrics_address() {
+            tracing::info!("metrics on http://{metrics}/metrics");
+        }
         let url = format!("http://{}", app.address());
         tracing::info!(%url, "listening on {url}");
         println!("listening on {url}");

@@ -49,6 +49,13 @@ pub struct ServeArgs {
     /// Result rows shown on a search page.
     #[arg(long, env = "SEARCH_RESULT_LIMIT", default_value = "50")]
     pub search_result_limit: String,
+    /// Valid searches between gate 1 and their response; beyond it a search is
+    /// answered 503 before any budget is spent.
+    #[arg(long, env = "SEARCH_MAX_IN_FLIGHT", default_value = "64")]
+    pub search_max_in_flight: String,
+    /// Address of the Prometheus `/metrics` listener; off when unset.
+    #[arg(long, env = "AGENT_PAGES_METRICS_BIND")]
+    pub metrics_bind: Option<String>,
     /// Comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed;
     /// a bare IP means /32 or /128.
     #[arg(long, env = "TRUSTED_PROXY_CIDRS", default_value = "")]
@@ -68,6 +75,8 @@ pub struct ConfigError {
 #[derive(Clone)]
 pub struct Settings {
     pub bind: SocketAddr,
+    /// Where `/metrics` listens; `None` serves no metrics.
+    pub metrics_bind: Option<SocketAddr>,
     pub database: PathBuf,
     pub demo: bool,
     pub search: SearchSettings,
@@ -88,6 +97,7 @@ pub struct SearchSettings {
     pub concurrency: usize,
     pub cache_entries: usize,
     pub result_limit: usize,
+    pub max_in_flight: usize,
 }
 
 impl Default for SearchSettings {
@@ -98,6 +108,7 @@ impl Default for SearchSettings {
             concurrency: 2,
             cache_entries: 256,
             result_limit: 50,
+            max_in_flight: 64,
         }
     }
 }
@@ -108,6 +119,7 @@ impl Settings {
     pub fn for_tests(database: PathBuf) -> Self {
         Self {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            metrics_bind: None,
             database,
             demo: false,
             search: SearchSettings::default(),
@@ -141,6 +153,12 @@ impl Settings {
                 1_000_000,
             )?,
             result_limit: number("SEARCH_RESULT_LIMIT", &args.search_result_limit, 1, 1000)?,
+            max_in_flight: number(
+                "SEARCH_MAX_IN_FLIGHT",
+                &args.search_max_in_flight,
+                1,
+                1_000_000,
+            )?,
         };
         let trusted_proxies = args.trusted_proxy_cidrs.parse().map_err(|e| ConfigError {
             variable: "TRUSTED_PROXY_CIDRS",
@@ -148,7 +166,13 @@ impl Settings {
             reason: format!("{e}"),
         })?;
         Ok(Self {
-            bind: socket_addr(&args.bind)?,
+            bind: socket_addr("AGENT_PAGES_BIND", &args.bind)?,
+            metrics_bind: args
+                .metrics_bind
+                .as_deref()
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| socket_addr("AGENT_PAGES_METRICS_BIND", v))
+                .transpose()?,
             database: args.db.database.clone(),
             demo: args.demo,
             search,
@@ -176,9 +200,9 @@ where
         })
 }
 
-fn socket_addr(value: &str) -> Result<SocketAddr, ConfigError> {
+fn socket_addr(variable: &'static str, value: &str) -> Result<SocketAddr, ConfigError> {
     let bad = |reason: String| ConfigError {
-        variable: "AGENT_PAGES_BIND",
+        variable,
         value: value.to_owned(),
         reason,
     };

@@ -25,6 +25,44 @@ pub enum PageFieldError {
     BodyTooLarge(usize),
 }
 
+impl PageFieldError {
+    /// The JSON field this error is about: `slug`, `title` or `body`.
+    pub fn field(&self) -> &'static str {
+        match self {
+            PageFieldError::Slug => "slug",
+            PageFieldError::TitleEmpty | PageFieldError::TitleTooLong(_) => "title",
+            PageFieldError::BodyTooLarge(_) => "body",
+        }
+    }
+}
+
+/// The fields of a page to be written, parsed. Import and the API both build it here,
+/// so the two cannot disagree on what a valid page is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPage {
+    /// `None` when the writer gave no slug: the caller derives one from the title
+    /// (import upserts by [`PageSlug::from_title`]; the API takes the first free one).
+    pub slug: Option<PageSlug>,
+    pub title: PageTitle,
+    /// Empty when absent.
+    pub body: PageBody,
+}
+
+impl NewPage {
+    /// Errors: the first field that breaks its rule, checked in the order slug,
+    /// title, body.
+    pub fn parse(
+        slug: Option<&str>,
+        title: &str,
+        body: Option<String>,
+    ) -> Result<Self, PageFieldError> {
+        let slug = slug.map(PageSlug::parse).transpose()?;
+        let title = PageTitle::parse(title)?;
+        let body = PageBody::parse(body.unwrap_or_default())?;
+        Ok(Self { slug, title, body })
+    }
+}
+
 /// A page's URL name: 1–80 chars of `[a-z0-9.+-]`, starting with `[a-z0-9]`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PageSlug(String);

@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use serde::Deserialize;
 
 use crate::db::pages::{self, Upserted};
-use crate::domain::{PageBody, PageSlug, PageTitle};
+use crate::domain::{NewPage, PageBody, PageSlug, PageTitle};
 
 /// The demo corpus: 63,681 Debian package descriptions, gzip-compressed JSON Lines.
 pub static DEMO_CORPUS_GZ: &[u8] = include_bytes!("demo/debian-pages.jsonl.gz");
@@ -129,12 +129,11 @@ struct ParsedLine {
 
 fn parse_line(line: &str) -> Result<ParsedLine, String> {
     let raw: Line = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
-    let title = PageTitle::parse(&raw.title).map_err(|e| e.to_string())?;
-    let slug = match raw.slug {
-        Some(s) => PageSlug::parse(&s).map_err(|e| e.to_string())?,
-        None => PageSlug::from_title(title.as_str()),
-    };
-    let body = PageBody::parse(raw.body.unwrap_or_default()).map_err(|e| e.to_string())?;
+    let NewPage { slug, title, body } =
+        NewPage::parse(raw.slug.as_deref(), &raw.title, raw.body).map_err(|e| e.to_string())?;
+    // Unlike the API, import derives the slug without a suffix: re-importing a line
+    // without a slug updates the page that line created the first time.
+    let slug = slug.unwrap_or_else(|| PageSlug::from_title(title.as_str()));
     let pin_hash = match raw.pin {
         Some(pin) => Some(crate::pin::hash(&pin).map_err(|e| e.to_string())?),
         None => None,

@@ -5,18 +5,43 @@ use argon2::password_hash::{
     rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString,
 };
 use argon2::{Algorithm, Argon2, Params, Version};
+use tokio::sync::Semaphore;
 
 /// Shortest and longest PIN, in Unicode scalar values.
 pub const PIN_MIN: usize = 6;
 pub const PIN_MAX: usize = 64;
+
+/// argon2 computations running at once in the process. Each holds 19 MiB for tens
+/// of milliseconds, so a burst of PIN checks must queue rather than exhaust memory.
+pub const CONCURRENT_HASHES: usize = 4;
+
+static HASH_SLOTS: Semaphore = Semaphore::const_new(CONCURRENT_HASHES);
 
 /// Why a PIN was refused, or could not be hashed.
 #[derive(Debug, thiserror::Error)]
 pub enum PinError {
     #[error("pin must be 6 to 64 characters")]
     Length,
+    #[error("pin must not start or end with whitespace or hold control characters: it is sent back in the X-Page-Pin header, which cannot carry them")]
+    Unsendable,
     #[error("hashing the pin: {0}")]
     Hash(String),
+}
+
+/// Whether `pin` can be a page's PIN.
+///
+/// Errors: [`PinError::Length`] unless it has 6–64 Unicode scalar values;
+/// [`PinError::Unsendable`] when HTTP could not carry it back in a header (a PIN that
+/// starts or ends with whitespace, or holds a control character, would lock its page
+/// for good).
+pub fn check(pin: &str) -> Result<(), PinError> {
+    if !(PIN_MIN..=PIN_MAX).contains(&pin.chars().count()) {
+        Err(PinError::Length)
+    } else if pin.trim() != pin || pin.chars().any(char::is_control) {
+        Err(PinError::Unsendable)
+    } else {
+        Ok(())
+    }
 }
 
 fn argon2() -> Argon2<'static> {
@@ -27,12 +52,9 @@ fn argon2() -> Argon2<'static> {
 
 /// Hashes `pin` to an argon2id PHC string (`$argon2id$v=19$m=19456,t=2,p=1$…`).
 ///
-/// Errors: [`PinError::Length`] outside 6–64 chars.
+/// Errors: as [`check`].
 pub fn hash(pin: &str) -> Result<String, PinError> {
-    let n = pin.chars().count();
-    if !(PIN_MIN..=PIN_MAX).contains(&n) {
-        return Err(PinError::Length);
-    }
+    check(pin)?;
     let salt = SaltString::generate(&mut OsRng);
     argon2()
         .hash_password(pin.as_bytes(), &salt)
@@ -45,6 +67,31 @@ pub fn verify(pin: &str, phc: &str) -> bool {
     PasswordHash::new(phc)
         .map(|h| argon2().verify_password(pin.as_bytes(), &h).is_ok())
         .unwrap_or(false)
+}
+
+/// [`hash`] on a blocking thread, for async callers: argon2 must never run on the
+/// executor. Waits for one of [`CONCURRENT_HASHES`] slots first.
+pub async fn hash_off_thread(pin: String) -> Result<String, PinError> {
+    check(&pin)?;
+    let _slot = HASH_SLOTS
+        .acquire()
+        .await
+        .expect("the semaphore is never closed");
+    tokio::task::spawn_blocking(move || hash(&pin))
+        .await
+        .map_err(|e| PinError::Hash(e.to_string()))?
+}
+
+/// [`verify`] on a blocking thread, for async callers; waits for a slot as
+/// [`hash_off_thread`] does. Errors only when the worker thread failed.
+pub async fn verify_off_thread(pin: String, phc: String) -> Result<bool, PinError> {
+    let _slot = HASH_SLOTS
+        .acquire()
+        .await
+        .expect("the semaphore is never closed");
+    tokio::task::spawn_blocking(move || verify(&pin, &phc))
+        .await
+        .map_err(|e| PinError::Hash(e.to_string()))
 }
 
 #[cfg(test)]
@@ -64,5 +111,15 @@ mod tests {
     fn pins_outside_6_to_64_chars_are_refused() {
         assert!(matches!(hash("12345"), Err(PinError::Length)));
         assert!(matches!(hash(&"x".repeat(65)), Err(PinError::Length)));
+    }
+
+    #[test]
+    fn pins_a_header_cannot_carry_are_refused() {
+        for bad in [" 123456", "123456 ", "123\n456", "123\t456", "12\u{7f}3456"] {
+            assert!(matches!(check(bad), Err(PinError::Unsendable)), "{bad:?}");
+        }
+        for ok in ["correct horse", "ünïcødé", "12-34-56"] {
+            assert!(check(ok).is_ok(), "{ok:?}");
+        }
     }
 }

@@ -18,6 +18,7 @@ use crate::actors::rate_limiter::{RateLimiter, Sweep};
 use crate::actors::scorer::ScorerPool;
 use crate::clock::Clock;
 use crate::configuration::{SearchSettings, Settings};
+use crate::metrics::Metrics;
 use crate::search::budget::Limits;
 use crate::search::client_ip::TrustedProxies;
 use crate::search::corpus::Corpus;
@@ -38,12 +39,16 @@ pub struct AppState {
     pub trusted_proxies: TrustedProxies,
     pub search: SearchSettings,
     pub clock: Arc<dyn Clock>,
+    /// `SEARCH_MAX_IN_FLIGHT` permits; a valid search holds one until it answers.
+    pub admission: Arc<tokio::sync::Semaphore>,
+    pub metrics: Arc<Metrics>,
 }
 
-/// A built, bound, not yet running server.
+/// A built, bound, not yet running server (and its metrics listener, if any).
 pub struct Application {
     address: SocketAddr,
-    server: Server,
+    metrics_address: Option<SocketAddr>,
+    servers: Vec<Server>,
     state: web::Data<AppState>,
 }
 
@@ -91,16 +96,19 @@ impl Application {
             settings.scoring_hook.clone(),
         );
         let corpus = Arc::new(Corpus::new(pool.clone()));
+        let cache = Cache::new(settings.search.cache_entries, scorers.clone()).start();
         let state = web::Data::new(AppState {
             pool,
             templates: templates::load().context("parsing templates")?,
             rate_limiter: rate_limiter.clone(),
-            cache: Cache::new(settings.search.cache_entries).start(),
+            cache,
             scorers,
             corpus: corpus.clone(),
             trusted_proxies: settings.trusted_proxies.clone(),
             search: settings.search,
             clock: settings.clock.clone(),
+            admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
+            metrics: Arc::new(Metrics::new()),
         });
 
         let listener = TcpListener::bind(settings.bind)
@@ -115,13 +123,40 @@ impl Application {
         })
         .listen(listener)?
         .run();
+        let mut servers = vec![server];
+
+        let metrics_address = match settings.metrics_bind {
+            None => None,
+            Some(bind) => {
+                let listener = TcpListener::bind(bind)
+                    .with_context(|| format!("binding the metrics listener {bind}"))?;
+                let address = listener.local_addr()?;
+                let metrics_state = state.clone();
+                let server = HttpServer::new(move || {
+                    App::new()
+                        .app_data(metrics_state.clone())
+                        .route("/metrics", web::get().to(routes::metrics::metrics))
+                })
+                .workers(1)
+                .listen(listener)?
+                .run();
+                servers.push(server);
+                Some(address)
+            }
+        };
 
         spawn_background(rate_limiter, corpus, settings.clock.clone());
         Ok(Self {
             address,
-            server,
+            metrics_address,
+            servers,
             state,
         })
+    }
+
+    /// The bound address of `/metrics`, when it was asked for.
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics_address
     }
 
     /// The bound address (the real port when `bind` asked for port 0).
@@ -140,16 +175,20 @@ impl Application {
 
     /// Serves until the server is stopped (SIGINT/SIGTERM, or its handle).
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        let result = self.server.await;
+        let result = futures_util::future::try_join_all(self.servers)
+            .await
+            .map(drop);
         // Close the pool inside the runtime: deadpool drops each connection through
         // `spawn_blocking`, which panics once the runtime is shutting down.
         self.state.pool.close();
         result
     }
 
-    /// Splits into the server future and its state, for tests that spawn it.
-    pub fn into_server(self) -> Server {
-        self.server
+    /// Runs the servers on the current actix runtime's task set, for tests.
+    pub fn spawn(self) {
+        for server in self.servers {
+            actix_web::rt::spawn(server);
+        }
     }
 }
 
@@ -162,6 +201,7 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
         .route("/theme/{name}", web::get().to(routes::theme::set_theme))
         .route("/healthz", web::get().to(routes::health::healthz))
         .route("/static/{name}", web::get().to(routes::assets::asset))
+        .service(routes::api::scope())
         .default_service(web::to(routes::not_found));
 }
 

@@ -34,13 +34,17 @@ impl LogFormat {
     }
 }
 
-/// Installs the global subscriber writing to `writer`, filtered by `RUST_LOG`
-/// (default `info`). Errors if a global subscriber is already set.
-pub fn init<W>(format: LogFormat, writer: W) -> Result<(), String>
+/// The filter from `RUST_LOG`, `info` when unset or unparseable.
+pub fn env_filter() -> EnvFilter {
+    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
+}
+
+/// Installs the global subscriber writing to `writer` through `filter`.
+/// Errors if a global subscriber is already set.
+pub fn init<W>(format: LogFormat, filter: EnvFilter, writer: W) -> Result<(), String>
 where
     W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
 {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer);

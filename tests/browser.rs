@@ -5,8 +5,7 @@
 //!
 //! Screenshots of each step go to `target/screenshots/` for a person to look at.
 
-#[allow(dead_code)] // shared with tests/search; this crate uses a part of it
-#[path = "search/helpers.rs"]
+#[path = "common/mod.rs"]
 mod helpers;
 mod support;
 

@@ -6,8 +6,7 @@
 //! Every client sends a forged `X-Forwarded-For`; its searches must land in the bucket
 //! of the address nginx saw, never in the forged one.
 
-#[allow(dead_code)] // shared with tests/search; this crate uses a part of it
-#[path = "search/helpers.rs"]
+#[path = "common/mod.rs"]
 mod helpers;
 mod support;
 

@@ -7,15 +7,19 @@
 
 pub mod migrations;
 pub mod pages;
+pub mod pin_failures;
 
 use std::path::Path;
 use std::time::Duration;
 
 use deadpool_sqlite::{Config, Hook, HookError, Pool, Runtime};
-use rusqlite::Connection;
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 /// How long a statement waits for another writer before failing with `SQLITE_BUSY`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Longest wait for a pooled connection before the request fails.
+pub const POOL_WAIT: Duration = Duration::from_secs(10);
 
 /// Errors of the database boundary. The cause is kept for logs; responses never show it.
 #[derive(Debug, thiserror::Error)]
@@ -59,7 +63,12 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
 /// the same pragmas. `max_size` connections at most.
 pub fn create_pool(path: &Path, max_size: usize) -> Result<Pool, DbError> {
     let mut config = Config::new(path);
-    config.pool = Some(deadpool_sqlite::PoolConfig::new(max_size));
+    let mut pool = deadpool_sqlite::PoolConfig::new(max_size);
+    // A request never waits on the pool without end: its wait queue is bounded in
+    // time, so a flood of readers cannot pile up behind it.
+    pool.timeouts.wait = Some(POOL_WAIT);
+    pool.timeouts.create = Some(POOL_WAIT);
+    config.pool = Some(pool);
     config
         .builder(Runtime::Tokio1)
         .map_err(|e| DbError::Pool(e.to_string()))?
@@ -88,6 +97,27 @@ where
         .await
         .map_err(|e| DbError::Pool(e.to_string()))?
         .map_err(DbError::from)
+}
+
+/// Runs `f` inside a `BEGIN IMMEDIATE` transaction on a pooled connection and
+/// commits when it returns `Ok` (rolls back on `Err`). IMMEDIATE takes the write lock
+/// up front, so read-then-write code in `f` (a version bump, a free-slug search)
+/// never races another writer; a writer that finds the lock taken waits up to
+/// [`BUSY_TIMEOUT`].
+///
+/// Errors: as [`with_conn`].
+pub async fn with_write<T, F>(pool: &Pool, f: F) -> Result<T, DbError>
+where
+    F: FnOnce(&Transaction<'_>) -> Result<T, rusqlite::Error> + Send + 'static,
+    T: Send + 'static,
+{
+    with_conn(pool, move |conn| {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    })
+    .await
 }
 
 /// `SELECT 1`: does the database answer? Used by `/healthz`.

@@ -3,7 +3,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
-use crate::domain::{PageBody, PageSlug, PageTitle};
+use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
 
 const CANDIDATE: &str = "lifecycle = 'active' AND claimed_at IS NULL";
 
@@ -77,17 +77,208 @@ pub fn upsert(
             Ok(Upserted::Inserted)
         }
         Some((_, t, b)) if t == title.as_str() && b == body.as_str() => Ok(Upserted::Unchanged),
-        Some((id, _, _)) => {
-            let version = tx.query_row(
-                "UPDATE pages SET title = ?2, body = ?3, current_version = current_version + 1,
-                        updated_at = ?4
-                 WHERE id = ?1 RETURNING current_version",
-                params![id, title.as_str(), body.as_str(), now],
-                |r| r.get(0),
-            )?;
-            Ok(Upserted::Updated(version))
+        Some((id, _, _)) => Ok(Upserted::Updated(update(
+            tx,
+            id,
+            Some(title),
+            Some(body),
+            now,
+        )?)),
+    }
+}
+
+/// A page the API just created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Created {
+    pub id: i64,
+    pub slug: PageSlug,
+    /// Always 1.
+    pub version: i64,
+}
+
+/// Why [`create`] wrote nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateRefused {
+    /// The writer asked for this slug and a page (in any state) already has it.
+    SlugTaken(PageSlug),
+}
+
+/// Inserts a new page at version 1. A slug the writer gave must be free (slugs are
+/// never reused, whatever the state of the page holding one); a slug derived from
+/// the title takes the first free name via [`free_slug`]. Run inside a
+/// `BEGIN IMMEDIATE` transaction so the check and the insert see the same table.
+pub fn create(
+    tx: &Transaction<'_>,
+    page: &NewPage,
+    pin_hash: Option<&str>,
+    now: i64,
+) -> rusqlite::Result<Result<Created, CreateRefused>> {
+    let slug = match &page.slug {
+        Some(slug) if exists(tx, slug.as_str())? => {
+            return Ok(Err(CreateRefused::SlugTaken(slug.clone())))
+        }
+        Some(slug) => slug.clone(),
+        None => free_slug(tx, &PageSlug::from_title(page.title.as_str()))?,
+    };
+    let id = tx.query_row(
+        "INSERT INTO pages (slug, title, body, pin_hash, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5) RETURNING id",
+        params![
+            slug.as_str(),
+            page.title.as_str(),
+            page.body.as_str(),
+            pin_hash,
+            now
+        ],
+        |r| r.get(0),
+    )?;
+    Ok(Ok(Created {
+        id,
+        slug,
+        version: 1,
+    }))
+}
+
+fn exists(conn: &Connection, slug: &str) -> rusqlite::Result<bool> {
+    conn.query_row("SELECT 1 FROM pages WHERE slug = ?1", [slug], |_| Ok(()))
+        .optional()
+        .map(|row| row.is_some())
+}
+
+/// `base` if no page has it, else `base-N` with N one more than the highest numeric
+/// suffix already on `base` (at least 2): `guide`, `guide-2`, `guide-3`, … When the
+/// suffix would push the slug past 80 chars, `base` is shortened to make room (and
+/// the shorter stem is numbered on its own).
+pub fn free_slug(conn: &Connection, base: &PageSlug) -> rusqlite::Result<PageSlug> {
+    if !exists(conn, base.as_str())? {
+        return Ok(base.clone());
+    }
+    let mut stem = base.as_str();
+    loop {
+        let mut next = highest_suffix(conn, stem)?.max(1) + 1;
+        // Only a suffix `highest_suffix` skipped as too long can be in the way.
+        while exists(conn, &format!("{stem}-{next}"))? {
+            next += 1;
+        }
+        let suffix = format!("-{next}");
+        if stem.len() + suffix.len() <= SLUG_MAX {
+            let slug = format!("{stem}{suffix}");
+            return Ok(PageSlug::parse(&slug).expect("a valid stem plus -N is a valid slug"));
+        }
+        // Strictly shorter each time round, and never empty: a slug starts with
+        // [a-z0-9], which the trim keeps.
+        stem = stem[..SLUG_MAX - suffix.len()].trim_end_matches(['-', '.', '+']);
+    }
+}
+
+/// The highest N of the slugs `{stem}-N` (N written without leading zeros, at most
+/// 9 digits), or 0. `-` and `.` are adjacent in ASCII, so the range is exactly the
+/// slugs starting with `{stem}-`, and it is read from the slug index.
+fn highest_suffix(conn: &Connection, stem: &str) -> rusqlite::Result<u64> {
+    let mut stmt = conn.prepare_cached("SELECT slug FROM pages WHERE slug > ?1 AND slug < ?2")?;
+    let rows = stmt.query_map([format!("{stem}-"), format!("{stem}.")], |r| {
+        r.get::<_, String>(0)
+    })?;
+    let mut highest = 0;
+    for slug in rows {
+        let slug = slug?;
+        let digits = &slug[stem.len() + 1..];
+        let canonical = (1..=9).contains(&digits.len())
+            && !digits.starts_with('0')
+            && digits.bytes().all(|b| b.is_ascii_digit());
+        if canonical {
+            highest = highest.max(digits.parse::<u64>().expect("1-9 ASCII digits"));
         }
     }
+    Ok(highest)
+}
+
+/// Sets title and/or body (`None` keeps the stored one) and bumps `current_version`
+/// and `updated_at`, whether or not the text differs: every accepted write is a new
+/// version, so concurrent writers each learn their own. Returns the new version.
+pub fn update(
+    tx: &Transaction<'_>,
+    id: i64,
+    title: Option<&PageTitle>,
+    body: Option<&PageBody>,
+    now: i64,
+) -> rusqlite::Result<i64> {
+    tx.query_row(
+        "UPDATE pages SET title = COALESCE(?2, title), body = COALESCE(?3, body),
+                current_version = current_version + 1, updated_at = ?4
+         WHERE id = ?1 RETURNING current_version",
+        params![
+            id,
+            title.map(PageTitle::as_str),
+            body.map(PageBody::as_str),
+            now
+        ],
+        |r| r.get(0),
+    )
+}
+
+/// A page's state after archive or claim. Times are unix seconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageState {
+    pub slug: String,
+    pub version: i64,
+    /// `active` or `archived`.
+    pub lifecycle: String,
+    pub claimed_at: Option<i64>,
+    pub updated_at: i64,
+}
+
+/// Archives the page (it leaves the ledger and search). Archiving an archived page
+/// changes nothing, so its version stays; any other call bumps it.
+pub fn archive(tx: &Transaction<'_>, id: i64, now: i64) -> rusqlite::Result<PageState> {
+    tx.execute(
+        "UPDATE pages SET lifecycle = 'archived', current_version = current_version + 1,
+                updated_at = ?2
+         WHERE id = ?1 AND lifecycle = 'active'",
+        params![id, now],
+    )?;
+    state(tx, id)
+}
+
+/// Claims the page at `now` (it leaves the ledger and search). Claiming a claimed
+/// page changes nothing: the first `claimed_at` and the version stay.
+pub fn claim(tx: &Transaction<'_>, id: i64, now: i64) -> rusqlite::Result<PageState> {
+    tx.execute(
+        "UPDATE pages SET claimed_at = ?2, current_version = current_version + 1,
+                updated_at = ?2
+         WHERE id = ?1 AND claimed_at IS NULL",
+        params![id, now],
+    )?;
+    state(tx, id)
+}
+
+fn state(conn: &Connection, id: i64) -> rusqlite::Result<PageState> {
+    conn.query_row(
+        "SELECT slug, current_version, lifecycle, claimed_at, updated_at FROM pages
+         WHERE id = ?1",
+        [id],
+        |r| {
+            Ok(PageState {
+                slug: r.get(0)?,
+                version: r.get(1)?,
+                lifecycle: r.get(2)?,
+                claimed_at: r.get(3)?,
+                updated_at: r.get(4)?,
+            })
+        },
+    )
+}
+
+/// The id and PIN hash of the page with this slug, in any state: `None` when no page
+/// has it, `Some((id, None))` when the page was created without a PIN. The only
+/// function that reads `pin_hash`; its value goes to `pin::verify` and nowhere else.
+pub fn pin_hash(conn: &Connection, slug: &str) -> rusqlite::Result<Option<(i64, Option<String>)>> {
+    conn.query_row(
+        "SELECT id, pin_hash FROM pages WHERE slug = ?1",
+        [slug],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()
 }
 
 /// Number of pages in any state.
@@ -178,4 +369,96 @@ pub fn candidates(conn: &mut Connection) -> rusqlite::Result<(i64, Vec<Candidate
     };
     tx.commit()?;
     Ok((generation, list))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::TransactionBehavior;
+
+    fn db() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = crate::db::open(&dir.path().join("t.sqlite3")).unwrap();
+        crate::db::migrations::run(&mut conn).unwrap();
+        (dir, conn)
+    }
+
+    fn new_page(slug: Option<&str>, title: &str) -> NewPage {
+        NewPage::parse(slug, title, None).unwrap()
+    }
+
+    fn create_one(
+        conn: &mut Connection,
+        slug: Option<&str>,
+        title: &str,
+    ) -> Result<Created, CreateRefused> {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .unwrap();
+        let out = create(&tx, &new_page(slug, title), Some("$argon2id$x"), 10).unwrap();
+        tx.commit().unwrap();
+        out
+    }
+
+    #[test]
+    fn derived_slugs_take_the_next_number_after_the_highest_in_use() {
+        let (_d, mut conn) = db();
+        let slug = |conn: &mut Connection, s: Option<&str>, t: &str| {
+            create_one(conn, s, t).unwrap().slug.to_string()
+        };
+        assert_eq!(slug(&mut conn, None, "Guide"), "guide");
+        assert_eq!(slug(&mut conn, None, "Guide"), "guide-2");
+        // Not numbers of `guide`: a leading zero, a sign, a word, a longer stem.
+        for other in ["guide-07", "guide-+9", "guide-book", "guide-3x"] {
+            slug(&mut conn, Some(other), "Other");
+        }
+        assert_eq!(slug(&mut conn, None, "guide"), "guide-3");
+        slug(&mut conn, Some("guide-41"), "Other");
+        assert_eq!(slug(&mut conn, None, "GUIDE"), "guide-42");
+        // A suffix too long to count is still never reused.
+        slug(&mut conn, Some("g-1000000000"), "Other");
+        slug(&mut conn, Some("g"), "Other");
+        slug(&mut conn, Some("g-999999999"), "Other");
+        assert_eq!(slug(&mut conn, None, "G"), "g-1000000001");
+    }
+
+    #[test]
+    fn an_explicit_slug_in_use_is_refused() {
+        let (_d, mut conn) = db();
+        create_one(&mut conn, Some("a"), "A").unwrap();
+        assert_eq!(
+            create_one(&mut conn, Some("a"), "B"),
+            Err(CreateRefused::SlugTaken(PageSlug::parse("a").unwrap()))
+        );
+        assert_eq!(count_all(&conn).unwrap(), 1);
+    }
+
+    #[test]
+    fn updates_bump_the_version_and_archive_and_claim_happen_once() {
+        let (_d, mut conn) = db();
+        let id = create_one(&mut conn, Some("a"), "A").unwrap().id;
+        let tx = conn.transaction().unwrap();
+        let title = PageTitle::parse("B").unwrap();
+        assert_eq!(update(&tx, id, Some(&title), None, 20).unwrap(), 2);
+        assert_eq!(update(&tx, id, None, None, 21).unwrap(), 3);
+        let archived = archive(&tx, id, 30).unwrap();
+        assert_eq!(
+            (
+                archived.version,
+                archived.lifecycle.as_str(),
+                archived.updated_at
+            ),
+            (4, "archived", 30)
+        );
+        assert_eq!(archive(&tx, id, 31).unwrap(), archived);
+        let claimed = claim(&tx, id, 40).unwrap();
+        assert_eq!((claimed.version, claimed.claimed_at), (5, Some(40)));
+        assert_eq!(claim(&tx, id, 41).unwrap(), claimed);
+        assert_eq!(
+            pin_hash(&tx, "a").unwrap(),
+            Some((id, Some("$argon2id$x".into())))
+        );
+        assert_eq!(pin_hash(&tx, "b").unwrap(), None);
+        assert!(candidate_by_slug(&tx, "a").unwrap().is_none());
+    }
 }

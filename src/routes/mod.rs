@@ -1,16 +1,38 @@
 //! HTTP routes, one file per endpoint family, and the helpers they share.
 
+pub mod api;
 pub mod assets;
 pub mod health;
 pub mod ledger;
+pub mod metrics;
 pub mod search;
 pub mod theme;
+
+use std::net::{IpAddr, Ipv4Addr};
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
+use crate::search::client_ip::{self, ClientIp, TrustedProxies};
 use crate::startup::AppState;
+
+/// Gate 2 (SPEC §5) on this request: the socket peer, or the client a trusted proxy
+/// names in `X-Forwarded-For`. Search budgets and PIN failures both count per this.
+pub fn client_ip(req: &HttpRequest, trusted: &TrustedProxies) -> ClientIp {
+    let peer = req
+        .peer_addr()
+        .map(|a| a.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    // A header that is not visible ASCII cannot hold an address: keep it in the walk
+    // as an unparseable entry rather than dropping it.
+    let forwarded: Vec<&str> = req
+        .headers()
+        .get_all("x-forwarded-for")
+        .map(|v| v.to_str().unwrap_or("unparseable"))
+        .collect();
+    client_ip::resolve(peer, &forwarded, trusted)
+}
 
 /// The visitor's theme from the `theme` cookie: `"dark"` or `"light"` (the default).
 pub fn theme(req: &HttpRequest) -> &'static str {

@@ -138,6 +138,11 @@ impl Corpus {
         Ok(snapshot)
     }
 
+    /// The snapshot held now, without reading the database (for metrics).
+    pub fn peek(&self) -> Arc<Snapshot> {
+        self.current.read().expect("snapshot lock poisoned").clone()
+    }
+
     fn at_least(&self, generation: i64) -> Option<Arc<Snapshot>> {
         let s = self.current.read().expect("snapshot lock poisoned");
         (s.generation >= generation).then(|| s.clone())

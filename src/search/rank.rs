@@ -3,33 +3,38 @@
 //!
 //! Method, in the order a query flows:
 //!
-//! 1. The query's match copy and every title are accent-folded ([`fold`]: Latin and
+//! 1. The query's match copy and every title are accent-folded (`fold`: Latin and
 //!    Greek marks dropped, other scripts' marks kept) and split into words.
 //! 2. Each query word is compared once with each distinct corpus word of plausible
-//!    length ([`lookup`]): OSA distance (a swap of two adjacent letters is one edit)
+//!    length (`lookup`): OSA distance (a swap of two adjacent letters is one edit)
 //!    within a budget that grows with word length (0 edits up to 2 chars, 1 up to 5,
-//!    2 beyond); the last query word also matches words it is a prefix of.
+//!    2 beyond); the last query word also matches words it is a prefix of (with
+//!    a smaller budget).
 //! 3. Titles are gathered from the postings of the matched words; a first pass
 //!    records which query words each title matches and their best qualities, which
 //!    bounds the title's final score from above.
-//! 4. Titles are scored exactly in order of that bound ([`score`]: matched words
+//! 4. Titles are scored exactly in order of that bound (`score`: matched words
 //!    and their similarity, then word proximity and order, then how much of the title
 //!    the query covers) until no remaining bound can enter the top `limit`.
 //!
 //! Rank order (deterministic): higher score, then fewer title words, then lower
 //! page id.
+//!
+//! Module map: `fold` (accent folding), `index` (the per-corpus index),
+//! `lookup` (query word → lexicon words), `gather` (steps 2–3), `score` (one
+//! title's score), `select` (step 4, the top rows).
 
 mod fold;
+mod gather;
+mod highlight;
 mod index;
 mod lookup;
 mod score;
+mod select;
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-
+pub use highlight::highlight;
 pub use index::RankIndex;
-use lookup::{lookup, QueryWord, WordHit};
-use score::Occurrence;
+use lookup::QueryWord;
 
 /// One ranked row: page id and score in 0.0..=100.0 (higher is better).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,8 +44,8 @@ pub struct ScoredRow {
 }
 
 /// Immutable ranking output (cached by the service): rows in rank order, at most
-/// `limit`; `total` = number of titles that matched at all; `truncated` =
-/// `total > rows.len()`.
+/// `limit`; `total` = number of titles that matched at all (see [`rank`]);
+/// `truncated` = `total > rows.len()`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchResult {
     pub rows: Vec<ScoredRow>,
@@ -48,7 +53,8 @@ pub struct SearchResult {
     pub truncated: bool,
 }
 
-/// Query words beyond this many are ignored (a 64-char match copy has at most 32).
+/// Query words beyond this many are ignored (a 64-char match copy has at most 32,
+/// and matched query words are kept as bits of a `u32`).
 const MAX_QUERY_WORDS: usize = 32;
 
 /// Ranks the titles of `index` for `query`, a match copy (already `normalize()`d;
@@ -58,11 +64,48 @@ const MAX_QUERY_WORDS: usize = 32;
 /// A title **matches** when at least one of its words matches at least one query
 /// word: the same word after folding, a word within the query word's typo budget
 /// (OSA edits: 0 for words of 1–2 chars, 1 for 3–5, 2 for longer), or, for the
-/// last query word (2 chars or more), a longer word whose beginning is within that
-/// budget. `total` counts matching titles; titles that match nothing never appear.
-/// Scores are the raw score over the best raw score the query could reach, × 100,
-/// rounded to two decimals (an exact title scores 100.0).
+/// last query word (2 chars or more, possibly unfinished), a longer word whose
+/// beginning is within the prefix budget (0 edits up to 4 chars, 1 for 5–8, 2 for
+/// longer). `total` counts matching titles; titles that match nothing never appear.
+///
+/// Rows come in rank order: higher score, then fewer title words, then lower page
+/// id. The score is the title's raw score (see `score`) over the best raw score
+/// the query could reach, × 100, rounded to two decimals: 100.0 means every query
+/// word found exactly, in order, and nothing else in the title.
 pub fn rank(index: &RankIndex, query: &str, limit: usize) -> SearchResult {
+    let words = query_words(query);
+    if words.is_empty() || index.is_empty() {
+        return SearchResult {
+            rows: Vec::new(),
+            total: 0,
+            truncated: false,
+        };
+    }
+    let matches = gather::match_words(index, &words);
+    let candidates = gather::first_pass(index, &matches);
+    let total = candidates.touched.len();
+    let top = select::top_rows(index, &matches, &candidates, limit);
+
+    let max_raw = score::max_raw(words.len());
+    let rows: Vec<ScoredRow> = top
+        .into_iter()
+        .map(|r| ScoredRow {
+            page_id: r.page_id,
+            // Two decimals: float sums in another order would otherwise show a
+            // perfect match as 99.99999. Rank order comes from the unrounded score.
+            score: ((10_000.0 * r.raw / max_raw).round() / 100.0).clamp(0.0, 100.0),
+        })
+        .collect();
+    let truncated = total > rows.len();
+    SearchResult {
+        rows,
+        total,
+        truncated,
+    }
+}
+
+/// The folded query split into words; the last one may be unfinished.
+fn query_words(query: &str) -> Vec<QueryWord> {
     let folded = fold::fold(query);
     let mut words: Vec<QueryWord> = folded
         .split(' ')
@@ -76,169 +119,8 @@ pub fn rank(index: &RankIndex, query: &str, limit: usize) -> SearchResult {
     if let Some(last) = words.last_mut() {
         last.prefix = true;
     }
-    let m = words.len();
-    if m == 0 || index.is_empty() {
-        return SearchResult {
-            rows: Vec::new(),
-            total: 0,
-            truncated: false,
-        };
-    }
-
-    // Step 2: per query word, the lexicon words it matches. `slot[w]` indexes a
-    // row of `qualities` (one quality per query word, 0 = no match) for each
-    // lexicon word `w` that any query word matched.
-    let lexicon = &index.lexicon;
-    let mut slot = vec![u32::MAX; lexicon.len()];
-    let mut qualities: Vec<f32> = Vec::new();
-    let mut hits_per_word: Vec<Vec<WordHit>> = Vec::with_capacity(m);
-    for (i, word) in words.iter().enumerate() {
-        let mut hits = Vec::new();
-        lookup(lexicon, word, &mut hits);
-        for h in &hits {
-            let s = &mut slot[h.word as usize];
-            if *s == u32::MAX {
-                *s = (qualities.len() / m) as u32;
-                qualities.resize(qualities.len() + m, 0.0);
-            }
-            qualities[*s as usize * m + i] = h.quality;
-        }
-        // Best first, so the first time a title is reached for word `i` is its
-        // best quality for that word.
-        hits.sort_unstable_by(|a, b| b.quality.total_cmp(&a.quality).then(a.word.cmp(&b.word)));
-        hits_per_word.push(hits);
-    }
-
-    // Step 3: first pass over postings.
-    let mut matched = vec![0u32; index.len()];
-    let mut quality_sum = vec![0f32; index.len()];
-    let mut touched: Vec<u32> = Vec::new();
-    for (i, hits) in hits_per_word.iter().enumerate() {
-        let bit = 1u32 << i;
-        for h in hits {
-            for &t in index.postings(h.word) {
-                let t = t as usize;
-                if matched[t] & bit == 0 {
-                    if matched[t] == 0 {
-                        touched.push(t as u32);
-                    }
-                    matched[t] |= bit;
-                    quality_sum[t] += h.quality;
-                }
-            }
-        }
-    }
-    let total = touched.len();
-
-    // Step 4: exact scores in order of the upper bound, until none can enter.
-    let mut bounded: Vec<(f32, u32)> = touched
-        .iter()
-        .map(|&t| {
-            let title_words = index.titles[t as usize].words_len;
-            let ub = score::upper_bound(
-                quality_sum[t as usize],
-                matched[t as usize].count_ones(),
-                title_words,
-            );
-            (ub, t)
-        })
-        .collect();
-    bounded.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-
-    let max_raw = score::max_raw(m);
-    let mut top: BinaryHeap<Ranked> = BinaryHeap::with_capacity(limit + 1);
-    let mut occurrences: Vec<Occurrence> = Vec::new();
-    let (mut prev_states, mut states) = (Vec::new(), Vec::new());
-    for &(ub, t) in &bounded {
-        if limit == 0 {
-            break;
-        }
-        if top.len() == limit && top.peek().is_some_and(|worst| ub < worst.raw) {
-            break;
-        }
-        occurrences.clear();
-        for (position, &w) in index.words(t).iter().enumerate() {
-            let s = slot[w as usize];
-            if s == u32::MAX {
-                continue;
-            }
-            for (i, &quality) in qualities[s as usize * m..][..m].iter().enumerate() {
-                if quality > 0.0 {
-                    occurrences.push(Occurrence {
-                        query_word: i as u32,
-                        position: position as u32,
-                        quality,
-                    });
-                }
-            }
-        }
-        occurrences.sort_unstable_by_key(|o| (o.query_word, o.position));
-        let title = &index.titles[t as usize];
-        let raw = score::align(&occurrences, &mut prev_states, &mut states)
-            + score::coverage(title.words_len, matched[t as usize].count_ones());
-        let ranked = Ranked {
-            raw,
-            title_words: title.words_len,
-            page_id: title.page_id,
-        };
-        if top.len() < limit {
-            top.push(ranked);
-        } else if top.peek().is_some_and(|worst| ranked < *worst) {
-            top.pop();
-            top.push(ranked);
-        }
-    }
-
-    let rows: Vec<ScoredRow> = top
-        .into_sorted_vec()
-        .into_iter()
-        .map(|r| ScoredRow {
-            page_id: r.page_id,
-            // Two decimals: float sums in a different order would otherwise show a
-            // perfect match as 99.99999. Rank order comes from the unrounded score.
-            score: ((10_000.0 * r.raw / max_raw).round() / 100.0).clamp(0.0, 100.0),
-        })
-        .collect();
-    let truncated = total > rows.len();
-    SearchResult {
-        rows,
-        total,
-        truncated,
-    }
+    words
 }
-
-/// A scored title; ordered so that *better* compares *less* (rank order), which
-/// makes the `BinaryHeap` a max-heap of the worst kept row.
-#[derive(Debug, Clone, Copy)]
-struct Ranked {
-    raw: f32,
-    title_words: u32,
-    page_id: i64,
-}
-
-impl Ord for Ranked {
-    fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .raw
-            .total_cmp(&self.raw)
-            .then(self.title_words.cmp(&other.title_words))
-            .then(self.page_id.cmp(&other.page_id))
-    }
-}
-
-impl PartialOrd for Ranked {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Ranked {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Ranked {}
 
 #[cfg(test)]
 mod tests {
@@ -291,6 +173,11 @@ mod tests {
         let index = corpus(TITLES);
         assert_eq!(ids(&index, "cursor managem")[0], 4);
         assert_eq!(ids(&index, "kubernetes dep")[0], 1);
+        // An unfinished word of 5+ chars may hold a typo too.
+        assert_eq!(ids(&index, "kubernetes deplyo")[0], 1);
+        // A shorter one must be typed right: "dpe" is no head of "deploy…".
+        assert_eq!(rank(&index, "dpe", 50).total, 0);
+        assert_eq!(ids(&index, "cooking gui")[0], 10);
         // Only the last word is a prefix: in front, "managem" is a typo budget
         // away from nothing, so only "cursor" counts.
         let front = rank(&index, "managem cursor", 50);
@@ -339,6 +226,15 @@ mod tests {
     }
 
     #[test]
+    fn chinese_and_japanese_titles_match_inside_a_run_of_chars() {
+        let index = corpus(&["データベース管理ツール", "数据库管理系统", "管理者ガイド"]);
+        assert_eq!(ids(&index, "数据库"), [2]);
+        // All three hold 管理: shortest title first (coverage).
+        assert_eq!(ids(&index, "管理"), [3, 2, 1]);
+        assert_eq!(ids(&index, "ツール"), [1]);
+    }
+
+    #[test]
     fn an_empty_or_unmatched_query_gives_total_zero() {
         let index = corpus(TITLES);
         for q in ["", "zzqxj wvvq", "!!"] {
@@ -375,6 +271,53 @@ mod tests {
         assert_eq!(result.rows[0].page_id, 10);
         assert_eq!(result.rows[0].score, 100.0);
         assert!(result.rows[1..].iter().all(|r| r.score < 100.0));
+    }
+
+    #[test]
+    fn pruned_top_rows_equal_the_head_of_the_full_ranking() {
+        // A deterministic pseudo-random corpus over a small vocabulary, so that
+        // many titles tie or nearly tie and the bound-based pruning is exercised.
+        const VOCAB: &[&str] = &[
+            "data", "date", "tool", "tools", "for", "the", "library", "librar", "parser", "parse",
+            "json", "jsno", "fast", "a", "to", "of", "http", "client", "server", "rest",
+        ];
+        let mut state = 0x2545_f491_u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        let titles: Vec<String> = (0..3000)
+            .map(|_| {
+                let n = 1 + next() % 7;
+                (0..n)
+                    .map(|_| VOCAB[next() % VOCAB.len()])
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        let index = RankIndex::build(
+            titles
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i as i64, t.as_str())),
+        );
+        for query in [
+            "data tool",
+            "json parsre",
+            "the for a",
+            "http clinet libr",
+            "fast",
+        ] {
+            let full = rank(&index, query, usize::MAX);
+            assert_eq!(full.rows.len(), full.total);
+            for limit in [1, 7, 50] {
+                let pruned = rank(&index, query, limit);
+                assert_eq!(pruned.total, full.total, "{query}");
+                assert_eq!(pruned.rows[..], full.rows[..limit], "{query} limit {limit}");
+            }
+        }
     }
 
     #[test]

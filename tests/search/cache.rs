@@ -14,7 +14,7 @@ async fn a_title_change_by_another_process_makes_the_next_identical_search_a_mis
         .text()
         .await
         .unwrap()
-        .contains("Persistent key-value database"));
+        .contains("<mark>Persistent</mark> key-value <mark>database</mark> with network"));
 
     app.conn()
         .execute(
@@ -27,7 +27,7 @@ async fn a_title_change_by_another_process_makes_the_next_identical_search_a_mis
     assert_eq!(header(&r, "x-search-cache"), Some("miss"));
     let body = r.text().await.unwrap();
     assert!(
-        body.contains("Persistent key-value database, renamed"),
+        body.contains("<mark>Persistent</mark> key-value <mark>database</mark>, renamed"),
         "{body}"
     );
     assert_eq!(app.faults.scorings(), 2);

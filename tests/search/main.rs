@@ -1,11 +1,16 @@
 //! Integration tests of `GET /search` through real HTTP on a loopback port 0, over a
 //! real SQLite file, with real concurrency.
 
+mod admission;
 mod budget;
 mod cache;
+mod coalescing;
+#[path = "../common/mod.rs"]
 mod helpers;
+mod highlight;
 mod identity;
 mod matrix;
 mod pages;
+mod privacy;
 mod slots;
 mod validation;

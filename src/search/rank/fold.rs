@@ -12,6 +12,7 @@ use unicode_normalization::UnicodeNormalization;
 
 /// Folds a match copy (already NFKC, case folded, words separated by single spaces)
 /// for indexing and lookup. ASCII input is returned unchanged without decomposition.
+/// The result's words are separated by one or more spaces.
 pub(crate) fn fold(match_copy: &str) -> String {
     if match_copy.is_ascii() {
         return match_copy.to_owned();
@@ -39,7 +40,42 @@ pub(crate) fn fold(match_copy: &str) -> String {
             _ => out.push(c),
         }
     }
-    out.nfc().collect()
+    let composed: String = out.nfc().collect();
+    split_unspaced_scripts(composed)
+}
+
+/// Chinese and Japanese are written without spaces, so a "word" of the match copy
+/// can be a whole sentence and a query of two ideographs would only match it as a
+/// prefix. Each Han, Hiragana or Katakana char becomes a word of its own instead;
+/// the ranking's proximity credit then rewards them found side by side, in order.
+/// (Runs after NFC, so a kana and its voicing mark stay one char.)
+fn split_unspaced_scripts(s: String) -> String {
+    if !s.chars().any(is_unspaced_script) {
+        return s;
+    }
+    let mut out = String::with_capacity(s.len() * 2);
+    for c in s.chars() {
+        if is_unspaced_script(c) {
+            out.push(' ');
+            out.push(c);
+            out.push(' ');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn is_unspaced_script(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x3040..=0x30FF     // Hiragana, Katakana
+            | 0x31F0..=0x31FF // Katakana phonetic extensions
+            | 0x3400..=0x4DBF // CJK extension A
+            | 0x4E00..=0x9FFF // CJK unified ideographs
+            | 0xF900..=0xFAFF // CJK compatibility ideographs
+            | 0x20000..=0x3134F // CJK extensions B–G
+    )
 }
 
 /// Latin and Greek base letters (the blocks where accents are optional to a typist).
@@ -75,6 +111,20 @@ mod tests {
     #[test]
     fn greek_tonos_is_dropped() {
         assert_eq!(fold(&normalize("Ελλάδα")), fold(&normalize("ΕΛΛΑΔΑ")));
+    }
+
+    #[test]
+    fn chinese_and_japanese_chars_become_words() {
+        let words = |s: &str| {
+            fold(&normalize(s))
+                .split(' ')
+                .filter(|w| !w.is_empty())
+                .count()
+        };
+        assert_eq!(words("データベース管理"), 8);
+        assert_eq!(words("数据库 tools"), 4);
+        // A voiced kana (が, which NFD splits into か + U+3099) stays one word.
+        assert_eq!(fold("が"), " が ");
     }
 
     #[test]

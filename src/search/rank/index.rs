@@ -3,9 +3,10 @@
 //! Built once per candidate snapshot, then read concurrently by any number of
 //! scorings (plain owned vectors, so `Send + Sync` for free). Sizes are for a
 //! corpus of `N` titles with `W` word occurrences and `D` distinct words:
-//! titles `16·N` bytes, title words `4·W`, postings `4·W`, lexicon about
-//! `4·(chars of D) + 12·D`. For the 100,000 npm titles (W ≈ 0.9 M, D ≈ 75 k) that
-//! is about 10 MB.
+//! titles `17·N` bytes, title words `4·W`, postings at most `4·W`, lexicon about
+//! `4·(chars of D) + 24·D`. For the 100,000 npm titles (W ≈ 850 k, D ≈ 35 k)
+//! [`RankIndex::heap_bytes`] reports about 11 MB. A query additionally allocates
+//! `4·D + 8·N` bytes of scratch (about 1 MB there), freed when it returns.
 
 use std::collections::HashMap;
 
@@ -31,6 +32,9 @@ pub(super) struct Lexicon {
     start: Vec<u32>,
     /// Bag-of-chars signature of each word (see [`char_mask`]).
     pub masks: Vec<u64>,
+    /// Signature of each word's first [`HEAD_CHARS`] chars, to filter prefix
+    /// matches without touching the chars.
+    pub head_masks: Vec<u64>,
     /// `by_len[l]` = first word id whose length is at least `l` (`len + 1` entries
     /// up to the longest word, then the end).
     by_len: Vec<u32>,
@@ -91,6 +95,10 @@ fn binary_search_by(lo: u32, hi: u32, cmp: impl Fn(u32) -> std::cmp::Ordering) -
     (at < hi && cmp(at) == std::cmp::Ordering::Equal).then_some(at)
 }
 
+/// Length of the word heads summarized in `Lexicon::head_masks`: covers a
+/// prefix query word of up to 6 chars with its 2-edit slack.
+pub(super) const HEAD_CHARS: usize = 8;
+
 /// A 64-bit bag-of-chars signature: bit `b(c)` is set for every char `c` of the
 /// word. An edit removes at most one distinct char of the query from view, so a
 /// word that lacks more than `k` of the query's bits is more than `k` edits away
@@ -112,6 +120,9 @@ fn char_bit(c: char) -> u32 {
 #[derive(Debug, Default)]
 pub struct RankIndex {
     pub(super) titles: Vec<Title>,
+    /// Words per title, saturated at 255: the copy the per-candidate score bound
+    /// reads, small enough (1 byte a title) to stay in cache.
+    title_lens: Vec<u8>,
     /// Every title's word ids back to back (see [`Title`]).
     pub(super) title_words: Vec<u32>,
     pub(super) lexicon: Lexicon,
@@ -157,6 +168,9 @@ impl RankIndex {
             lexicon.start.push(lexicon.chars.len() as u32);
             lexicon.chars.extend_from_slice(chars);
             lexicon.masks.push(char_mask(chars));
+            lexicon
+                .head_masks
+                .push(char_mask(&chars[..chars.len().min(HEAD_CHARS)]));
             while lexicon.by_len.len() <= chars.len() {
                 lexicon.by_len.push(new_id as u32);
             }
@@ -195,7 +209,15 @@ impl RankIndex {
             }
         }
 
+        // The index lives as long as its snapshot: drop the growth slack.
+        words_of_titles.shrink_to_fit();
+        out_titles.shrink_to_fit();
+        lexicon.chars.shrink_to_fit();
         RankIndex {
+            title_lens: out_titles
+                .iter()
+                .map(|t| t.words_len.min(255) as u8)
+                .collect(),
             titles: out_titles,
             title_words: words_of_titles,
             lexicon,
@@ -219,6 +241,11 @@ impl RankIndex {
         &self.postings[self.posting_start[w] as usize..self.posting_start[w + 1] as usize]
     }
 
+    /// Number of words of title `t` (saturated at 255).
+    pub(super) fn title_len(&self, t: u32) -> u32 {
+        u32::from(self.title_lens[t as usize])
+    }
+
     /// Word ids of title `t`, in title order.
     pub(super) fn words(&self, t: u32) -> &[u32] {
         let title = &self.titles[t as usize];
@@ -228,12 +255,14 @@ impl RankIndex {
     /// Approximate heap size of the index in bytes (for capacity planning).
     pub fn heap_bytes(&self) -> usize {
         self.titles.capacity() * std::mem::size_of::<Title>()
+            + self.title_lens.capacity()
             + self.title_words.capacity() * 4
             + self.postings.capacity() * 4
             + self.posting_start.capacity() * 4
             + self.lexicon.chars.capacity() * 4
             + self.lexicon.start.capacity() * 4
             + self.lexicon.masks.capacity() * 8
+            + self.lexicon.head_masks.capacity() * 8
             + self.lexicon.by_len.capacity() * 4
     }
 }

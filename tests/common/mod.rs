@@ -1,5 +1,9 @@
 //! `spawn_app()`: a real server on 127.0.0.1:0 over a temp SQLite file, with a manual
 //! clock and a fault hook in the scorer, and a typed handle to drive and inspect it.
+//! Shared by the `search` and `api` test binaries (each includes it with `#[path]`).
+
+// Each binary uses part of it.
+#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
@@ -26,8 +30,9 @@ pub const PAGES: &str = r#"{"slug":"kubernetes","title":"Kubernetes container or
 {"slug":"curl","title":"command line tool for transferring data with URL syntax"}
 "#;
 
-/// What the scorer's fault hook does, chosen by the first word of the match copy:
-/// `panic…` panics; `block…` waits until [`Faults::open`]; anything else is counted.
+/// What the scorer's fault hook does, chosen by the match copy: a query starting
+/// with `block` waits until [`Faults::open`]; one containing `panic` then panics;
+/// every scoring is counted.
 #[derive(Default)]
 pub struct Faults {
     state: Mutex<FaultState>,
@@ -47,10 +52,6 @@ impl Faults {
     fn hook(&self, query: &str) {
         let mut s = self.state.lock().unwrap();
         s.scorings += 1;
-        if query.starts_with("panic") {
-            drop(s);
-            panic!("injected scoring fault");
-        }
         s.active += 1;
         s.max_active = s.max_active.max(s.active);
         if query.starts_with("block") {
@@ -62,6 +63,10 @@ impl Faults {
             s.blocked -= 1;
         }
         s.active -= 1;
+        if query.contains("panic") {
+            drop(s);
+            panic!("injected scoring fault");
+        }
     }
 
     /// The most scorings that were inside the hook at once.
@@ -102,6 +107,7 @@ impl Faults {
 
 pub struct TestApp {
     pub address: String,
+    pub metrics_address: String,
     pub db_path: PathBuf,
     pub client: reqwest::Client,
     pub clock: ManualClock,
@@ -132,18 +138,21 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
     settings.trusted_proxies = "127.0.0.1".parse().unwrap();
     let hook_faults = faults.clone();
     settings.scoring_hook = Some(Arc::new(move |q: &str| hook_faults.hook(q)));
+    settings.metrics_bind = Some("127.0.0.1:0".parse().unwrap());
     configure(&mut settings);
 
     let app = Application::build(settings).await.expect("app builds");
     let address = format!("http://{}", app.address());
+    let metrics_address = format!("http://{}", app.metrics_address().unwrap());
     let state = app.state();
-    actix_web::rt::spawn(app.into_server());
+    app.spawn();
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
     TestApp {
         address,
+        metrics_address,
         db_path,
         client,
         clock,
@@ -183,6 +192,59 @@ impl TestApp {
             .query(&[("q", q)])
             .header("X-Forwarded-For", client);
         actix_web::rt::spawn(async move { request.send().await.unwrap().status().as_u16() })
+    }
+
+    /// [`TestApp::search`] on its own task; resolves to (status, `X-Search-Cache`,
+    /// body).
+    pub fn spawn_search_full(
+        &self,
+        q: &str,
+        client: &str,
+    ) -> actix_web::rt::task::JoinHandle<(u16, String, String)> {
+        let request = self
+            .client
+            .get(format!("{}/search", self.address))
+            .query(&[("q", q)])
+            .header("X-Forwarded-For", client)
+            .header("Accept", "application/json");
+        actix_web::rt::spawn(async move {
+            let r = request.send().await.unwrap();
+            let status = r.status().as_u16();
+            let cache = header(&r, "x-search-cache").unwrap_or("").to_owned();
+            (status, cache, r.text().await.unwrap())
+        })
+    }
+
+    /// The Cache actor's counts: LRU entries, keys being scored, waiters on them.
+    pub async fn cache_stats(&self) -> agent_pages::actors::cache::CacheStats {
+        self.state
+            .cache
+            .send(agent_pages::actors::cache::Stats)
+            .await
+            .unwrap()
+    }
+
+    /// Waits until the scorings in flight have `n` waiters in all.
+    pub async fn wait_waiters(&self, n: usize) {
+        for _ in 0..3000 {
+            if self.cache_stats().await.waiters == n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("waiters never reached {n}: {:?}", self.cache_stats().await);
+    }
+
+    /// `GET /metrics`, as text.
+    pub async fn metrics(&self) -> String {
+        self.client
+            .get(format!("{}/metrics", self.metrics_address))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
     }
 
     /// Same as [`TestApp::search`] with `Accept: application/json`, body parsed.

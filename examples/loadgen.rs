@@ -1,0 +1,191 @@
+//! A small load generator for `/search` that splits latency by outcome, which
+//! general tools (wrk, oha) cannot: they report one latency distribution for all
+//! statuses. Used for the figures in README and the issue notes; never run in CI.
+//!
+//! ```sh
+//! cargo run --release --example loadgen -- --url http://127.0.0.1:8080 \
+//!     --mode distinct --concurrency 32 --requests 2000 --clients 1000
+//! ```
+//!
+//! Outcome classes: `200-hit`, `200-miss`, `200-join` (from `X-Search-Cache`),
+//! `429`, `503-busy` (the budget was spent: `RateLimit` header present),
+//! `503-admission` (no `RateLimit` header: refused before the budget), others by status.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use tokio::sync::Mutex;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Mode {
+    /// Every request searches the same query.
+    Same,
+    /// Every request searches a query no other request used (a cache miss).
+    Distinct,
+}
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// Base URL of the server (or of a proxy in front of it).
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    url: String,
+    #[arg(long, value_enum, default_value = "same")]
+    mode: Mode,
+    /// The query for `--mode same`; the stem for `--mode distinct`.
+    #[arg(long, default_value = "kubrenetes")]
+    query: String,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// Requests in all.
+    #[arg(long, default_value_t = 1000)]
+    requests: usize,
+    /// Distinct X-Forwarded-For client addresses to rotate through (0 sends none;
+    /// only a server that trusts the peer as a proxy honours them).
+    #[arg(long, default_value_t = 0)]
+    clients: u32,
+    /// Start all requests together after every connection is warm (a burst).
+    #[arg(long)]
+    burst: bool,
+}
+
+/// Ordinal word for distinct queries: a different word per request, so each is a
+/// miss, from a fixed alphabet so queries stay valid and realistic in length.
+fn distinct_query(stem: &str, i: usize) -> String {
+    const SYLLABLES: [&str; 16] = [
+        "ka", "lo", "mi", "ne", "pu", "ra", "si", "to", "vu", "ze", "bo", "di", "fa", "gu", "ha",
+        "je",
+    ];
+    let mut word = String::new();
+    let mut n = i;
+    loop {
+        word.push_str(SYLLABLES[n % 16]);
+        n /= 16;
+        if n == 0 {
+            break;
+        }
+    }
+    format!("{stem} {word}")
+}
+
+fn classify(response: &reqwest::Response) -> String {
+    let status = response.status().as_u16();
+    let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok());
+    match status {
+        200 => match header("x-search-cache") {
+            Some(c) => format!("200-{c}"),
+            None => "200".into(),
+        },
+        503 if header("ratelimit").is_some() => "503-busy".into(),
+        503 => "503-admission".into(),
+        s => s.to_string(),
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.concurrency)
+        .build()
+        .unwrap();
+    let results: Arc<Mutex<BTreeMap<String, Vec<Duration>>>> = Arc::default();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let barrier = Arc::new(tokio::sync::Barrier::new(args.concurrency));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..args.concurrency {
+        let (client, results, next, barrier) = (
+            client.clone(),
+            results.clone(),
+            next.clone(),
+            barrier.clone(),
+        );
+        let (url, query, mode, clients, burst, total) = (
+            args.url.clone(),
+            args.query.clone(),
+            args.mode,
+            args.clients,
+            args.burst,
+            args.requests,
+        );
+        tasks.push(tokio::spawn(async move {
+            if burst {
+                // Warm this worker's connection first, so the burst is not a connect storm.
+                let _ = client.get(format!("{url}/healthz")).send().await;
+                barrier.wait().await;
+            }
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= total {
+                    break;
+                }
+                let q = match mode {
+                    Mode::Same => query.clone(),
+                    Mode::Distinct => distinct_query(&query, i),
+                };
+                let mut request = client.get(format!("{url}/search")).query(&[("q", q)]);
+                if clients > 0 {
+                    let n = i as u32 % clients;
+                    request = request.header(
+                        "X-Forwarded-For",
+                        format!("10.{}.{}.{}", (n >> 16) & 255, (n >> 8) & 255, n & 255),
+                    );
+                }
+                let t = Instant::now();
+                let class = match request.send().await {
+                    Ok(r) => {
+                        let class = classify(&r);
+                        let _ = r.bytes().await;
+                        class
+                    }
+                    Err(_) => "error".into(),
+                };
+                results
+                    .lock()
+                    .await
+                    .entry(class)
+                    .or_default()
+                    .push(t.elapsed());
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let results = results.lock().await;
+    println!(
+        "{} requests, concurrency {}, mode {:?}, {:.2} s, {:.0} req/s",
+        args.requests,
+        args.concurrency,
+        args.mode,
+        elapsed,
+        args.requests as f64 / elapsed
+    );
+    println!(
+        "{:<14} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9}",
+        "outcome", "count", "share", "p50 ms", "p90 ms", "p99 ms", "max ms"
+    );
+    for (class, latencies) in results.iter() {
+        let mut sorted = latencies.clone();
+        sorted.sort();
+        println!(
+            "{:<14} {:>7} {:>6.1}% {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+            class,
+            sorted.len(),
+            100.0 * sorted.len() as f64 / args.requests as f64,
+            percentile(&sorted, 0.5),
+            percentile(&sorted, 0.9),
+            percentile(&sorted, 0.99),
+            percentile(&sorted, 1.0)
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! The one error type of the agent API and its RFC 9457 `application/problem+json`
+//! rendering. Each kind has a stable `type` (see [`ApiError::kind`], the only place
+//! that maps errors to statuses); the cause of an internal error is logged, never
+//! sent.
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::db::DbError;
+use crate::domain::PageFieldError;
+use crate::pin::PinError;
+
+/// Why an API request failed. `Display` is the `detail` sent to the client, so it
+/// never holds a PIN, a PIN hash or an internal cause.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// A JSON field, query parameter or header broke its rule; `detail` names it.
+    #[error("{detail}")]
+    Validation { field: String, detail: String },
+    /// The body is not JSON (syntax error, truncated, invalid UTF-8, empty).
+    #[error("{detail}")]
+    MalformedJson {
+        field: Option<String>,
+        detail: String,
+    },
+    /// A body was sent with a `Content-Type` other than JSON.
+    #[error("Content-Type must be application/json")]
+    UnsupportedMediaType,
+    /// The body is over `limit` bytes (refused from `Content-Length` when given).
+    #[error("the request body is over {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    /// No page (or no API route) at this path; the detail says which.
+    #[error("{0}")]
+    NotFound(String),
+    /// The route exists but not with this method; `allow` lists the ones it has.
+    #[error("this route answers only {allow}")]
+    MethodNotAllowed { allow: &'static str },
+    /// `POST /api/pages` asked for a slug another page holds.
+    #[error("the slug `{0}` is taken: choose another or leave slug out to derive a free one")]
+    Conflict(String),
+    /// A PIN-protected route without an `X-Page-Pin` header.
+    #[error("this route needs the page's PIN in the X-Page-Pin header")]
+    PinRequired,
+    /// `X-Page-Pin` does not match the page's PIN.
+    #[error("the X-Page-Pin header does not match this page's PIN")]
+    WrongPin,
+    /// The page was published without a PIN, so nobody can change it through the API.
+    #[error("this page was published without a PIN and cannot be changed through the API")]
+    PageLocked,
+    /// This client had too many wrong PINs this hour; `retry_after` is in seconds.
+    #[error("too many wrong PINs from this client: try again in {retry_after} seconds")]
+    TooManyPinFailures { retry_after: i64 },
+    /// Anything else: a database or worker failure. The cause is logged only.
+    #[error("something went wrong on our side; please try again")]
+    Internal(#[source] anyhow::Error),
+}
+
+/// One kind of problem: its status, its `type` and its `title`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kind {
+    pub status: StatusCode,
+    pub problem_type: &'static str,
+    pub title: &'static str,
+}
+
+const fn kind(status: StatusCode, problem_type: &'static str, title: &'static str) -> Kind {
+    Kind {
+        status,
+        problem_type,
+        title,
+    }
+}
+
+/// Every kind the API answers with, in the order the docs list them.
+pub const KINDS: [Kind; 12] = [
+    kind(
+        StatusCode::BAD_REQUEST,
+        "/problems/validation",
+        "Invalid field",
+    ),
+    kind(
+        StatusCode::BAD_REQUEST,
+        "/problems/malformed-json",
+        "Malformed JSON",
+    ),
+    kind(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "/problems/unsupported-media-type",
+        "Unsupported media type",
+    ),
+    kind(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "/problems/payload-too-large",
+        "Payload too large",
+    ),
+    kind(StatusCode::NOT_FOUND, "/problems/not-found", "Not found"),
+    kind(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "/problems/method-not-allowed",
+        "Method not allowed",
+    ),
+    kind(StatusCode::CONFLICT, "/problems/conflict", "Slug taken"),
+    kind(
+        StatusCode::FORBIDDEN,
+        "/problems/pin-required",
+        "PIN required",
+    ),
+    kind(StatusCode::FORBIDDEN, "/problems/wrong-pin", "Wrong PIN"),
+    kind(
+        StatusCode::FORBIDDEN,
+        "/problems/page-locked",
+        "Page has no PIN",
+    ),
+    kind(
+        StatusCode::TOO_MANY_REQUESTS,
+        "/problems/too-many-pin-failures",
+        "Too many wrong PINs",
+    ),
+    kind(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "/problems/internal",
+        "Internal error",
+    ),
+];
+
+impl ApiError {
+    /// Status, `type` and `title` of this error: the one place they are decided.
+    pub fn kind(&self) -> Kind {
+        KINDS[match self {
+            ApiError::Validation { .. } => 0,
+            ApiError::MalformedJson { .. } => 1,
+            ApiError::UnsupportedMediaType => 2,
+            ApiError::PayloadTooLarge { .. } => 3,
+            ApiError::NotFound(_) => 4,
+            ApiError::MethodNotAllowed { .. } => 5,
+            ApiError::Conflict(_) => 6,
+            ApiError::PinRequired => 7,
+            ApiError::WrongPin => 8,
+            ApiError::PageLocked => 9,
+            ApiError::TooManyPinFailures { .. } => 10,
+            ApiError::Internal(_) => 11,
+        }]
+    }
+
+    /// A validation error on `field`, with `detail` naming it.
+    pub fn validation(field: &str, detail: impl Into<String>) -> Self {
+        ApiError::Validation {
+            field: field.to_owned(),
+            detail: detail.into(),
+        }
+    }
+
+    /// The not-found answer for a page slug.
+    pub fn no_page(slug: &str) -> Self {
+        ApiError::NotFound(format!("no page has the slug `{slug}`"))
+    }
+
+    fn field(&self) -> Option<&str> {
+        match self {
+            ApiError::Validation { field, .. } => Some(field),
+            ApiError::MalformedJson { field, .. } => field.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+impl From<PageFieldError> for ApiError {
+    fn from(e: PageFieldError) -> Self {
+        ApiError::validation(e.field(), e.to_string())
+    }
+}
+
+impl From<PinError> for ApiError {
+    fn from(e: PinError) -> Self {
+        match e {
+            PinError::Length | PinError::Unsendable => ApiError::validation("pin", e.to_string()),
+            PinError::Hash(_) => ApiError::Internal(e.into()),
+        }
+    }
+}
+
+impl From<DbError> for ApiError {
+    fn from(e: DbError) -> Self {
+        ApiError::Internal(e.into())
+    }
+}
+
+/// An RFC 9457 problem document, as every API error is answered.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// Stable per kind, e.g. `/problems/wrong-pin`: match on this, not on `detail`.
+    #[serde(rename = "type")]
+    pub problem_type: String,
+    /// Short summary of the kind.
+    pub title: String,
+    /// The HTTP status code.
+    pub status: u16,
+    /// What went wrong with this request, naming the field when there is one.
+    pub detail: String,
+    /// The JSON field, query parameter or header at fault (`title`, `X-Page-Pin`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// Seconds until the client may try again (also in the `Retry-After` header).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<i64>,
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.kind().status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if let ApiError::Internal(cause) = self {
+            tracing::error!(error = format!("{cause:#}"), "api request failed");
+        }
+        let kind = self.kind();
+        let retry_after = match self {
+            ApiError::TooManyPinFailures { retry_after } => Some((*retry_after).max(1)),
+            _ => None,
+        };
+        let problem = Problem {
+            problem_type: kind.problem_type.to_owned(),
+            title: kind.title.to_owned(),
+            status: kind.status.as_u16(),
+            detail: self.to_string(),
+            field: self.field().map(str::to_owned),
+            retry_after,
+        };
+        let mut response = HttpResponse::build(kind.status);
+        response.content_type("application/problem+json");
+        if let Some(seconds) = retry_after {
+            response.insert_header((header::RETRY_AFTER, seconds));
+        }
+        if let ApiError::MethodNotAllowed { allow } = self {
+            response.insert_header((header::ALLOW, *allow));
+        }
+        response.body(serde_json::to_string(&problem).expect("a problem serializes"))
+    }
+}

@@ -1,0 +1,354 @@
+//! The JSON API for agents (SPEC §4): publish, read, list, update, archive and claim
+//! pages. Every error is an RFC 9457 problem document ([`error`]); the routes that
+//! change a page need its PIN ([`pin_check`]); [`openapi`] describes it all.
+//!
+//! The handlers only translate HTTP: what a valid page is lives in
+//! [`crate::domain`], and how slugs and versions move in [`crate::db::pages`], which
+//! `import` uses too.
+
+pub mod body;
+pub mod error;
+pub mod openapi;
+pub mod pin_check;
+pub mod types;
+
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use crate::db::{self, pages};
+use crate::domain::{NewPage, PageBody, PageSlug, PageTitle};
+use crate::pin;
+use crate::startup::AppState;
+use error::{ApiError, Problem};
+use types::{
+    CreatePage, Created, ListQuery, PageList, PageListItem, PageView, StateChanged, UpdatePage,
+    Updated,
+};
+
+/// Rows of `GET /api/pages` unless `per_page` says otherwise, and the most it may say.
+pub const DEFAULT_PER_PAGE: i64 = 50;
+pub const MAX_PER_PAGE: i64 = 100;
+
+/// The `/api` scope: every API route, with problem documents for unknown paths,
+/// wrong methods and unreadable path or query parameters.
+pub fn scope() -> actix_web::Scope {
+    web::scope("/api")
+        .app_data(
+            web::PathConfig::default()
+                .error_handler(|_, _| ApiError::NotFound("no page has this slug".into()).into()),
+        )
+        .app_data(web::QueryConfig::default().error_handler(|e, _| {
+            ApiError::validation("query", format!("query string: {e}")).into()
+        }))
+        .service(
+            web::resource("/pages")
+                .route(web::post().to(create))
+                .route(web::get().to(list))
+                .default_service(web::to(|| wrong_method("GET, POST"))),
+        )
+        .service(
+            web::resource("/pages/{slug}")
+                .route(web::get().to(get))
+                .route(web::put().to(update))
+                .default_service(web::to(|| wrong_method("GET, PUT"))),
+        )
+        .service(
+            web::resource("/pages/{slug}/archive")
+                .route(web::post().to(archive))
+                .default_service(web::to(|| wrong_method("POST"))),
+        )
+        .service(
+            web::resource("/pages/{slug}/claim")
+                .route(web::post().to(claim))
+                .default_service(web::to(|| wrong_method("POST"))),
+        )
+        .service(
+            web::resource("/openapi.json")
+                .route(web::get().to(openapi::document))
+                .default_service(web::to(|| wrong_method("GET"))),
+        )
+        .default_service(web::to(|| async {
+            Err::<HttpResponse, _>(ApiError::NotFound(
+                "no API route here; see /api/openapi.json".into(),
+            ))
+        }))
+}
+
+async fn wrong_method(allow: &'static str) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::MethodNotAllowed { allow })
+}
+
+/// Where people read the page: an absolute URL on the host the client asked.
+fn page_url(req: &HttpRequest, slug: &str) -> String {
+    let info = req.connection_info();
+    format!("{}://{}/p/{slug}", info.scheme(), info.host())
+}
+
+/// A slug from the path; one that breaks the slug pattern names no page.
+fn path_slug(slug: &str) -> Result<PageSlug, ApiError> {
+    PageSlug::parse(slug).map_err(|_| ApiError::no_page(slug))
+}
+
+/// Publish a page.
+///
+/// The slug is derived from the title when left out, with `-2`, `-3`, … added when
+/// another page has it; a slug given explicitly that is taken is a 409.
+#[utoipa::path(
+    post,
+    path = "/api/pages",
+    tag = "pages",
+    request_body = CreatePage,
+    responses(
+        (status = 201, description = "Published", body = Created,
+            headers(("Location" = String, description = "/api/pages/{slug}"))),
+        (status = 400, description = "Invalid field or malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The slug is taken", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 300 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let input: CreatePage = body::read_json(&req, payload).await?;
+    let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
+    let pin_hash = match input.pin {
+        Some(pin) => Some(pin::hash_off_thread(pin).await?),
+        None => None,
+    };
+    let now = state.clock.now();
+    let created = db::with_write(&state.pool, move |tx| {
+        pages::create(tx, &page, pin_hash.as_deref(), now)
+    })
+    .await?
+    .map_err(|pages::CreateRefused::SlugTaken(slug)| ApiError::Conflict(slug.to_string()))?;
+    let slug = created.slug.to_string();
+    Ok(HttpResponse::Created()
+        .insert_header((header::LOCATION, format!("/api/pages/{slug}")))
+        .json(Created {
+            url: page_url(&req, &slug),
+            version: created.version,
+            slug,
+        }))
+}
+
+/// List published pages, newest first.
+///
+/// Published means on the public ledger: not archived, not claimed.
+#[utoipa::path(
+    get,
+    path = "/api/pages",
+    tag = "pages",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "One page of the list", body = PageList),
+        (status = 400, description = "Bad page or per_page", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let per_page = whole_number(
+        "per_page",
+        query.per_page.as_deref(),
+        DEFAULT_PER_PAGE,
+        MAX_PER_PAGE,
+    )?;
+    let page = whole_number("page", query.page.as_deref(), 1, i64::MAX / MAX_PER_PAGE)?;
+    let offset = (page - 1) * per_page;
+    let (total, rows) = db::with_conn(&state.pool, move |c| {
+        Ok((
+            pages::count_candidates(c)?,
+            pages::ledger(c, offset, per_page)?,
+        ))
+    })
+    .await?;
+    let pages = rows
+        .into_iter()
+        .map(|p| PageListItem {
+            url: page_url(&req, &p.slug),
+            slug: p.slug,
+            title: p.title,
+            version: p.version,
+            updated_at: p.updated_at,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(PageList {
+        pages,
+        page,
+        per_page,
+        total,
+        next_page: (offset + per_page < total).then_some(page + 1),
+    }))
+}
+
+/// `text` as a whole number from 1 to `max`, or `default` when absent.
+fn whole_number(field: &str, text: Option<&str>, default: i64, max: i64) -> Result<i64, ApiError> {
+    match text.map(str::parse::<i64>) {
+        None => Ok(default),
+        Some(Ok(n)) if (1..=max).contains(&n) => Ok(n),
+        Some(_) => Err(ApiError::validation(
+            field,
+            format!("{field} must be a whole number from 1 to {max}"),
+        )),
+    }
+}
+
+/// Read a published page.
+///
+/// Archived and claimed pages are 404 here, as on `/p/{slug}`.
+#[utoipa::path(
+    get,
+    path = "/api/pages/{slug}",
+    tag = "pages",
+    params(("slug" = String, Path, description = "The page's slug")),
+    responses(
+        (status = 200, description = "The page", body = PageView),
+        (status = 404, description = "No published page has this slug", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let slug = path_slug(&slug)?;
+    let wanted = slug.to_string();
+    let page = db::with_conn(&state.pool, move |c| pages::candidate_by_slug(c, &wanted))
+        .await?
+        .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
+    Ok(HttpResponse::Ok().json(PageView {
+        url: page_url(&req, &page.slug),
+        slug: page.slug,
+        title: page.title,
+        body: page.body,
+        version: page.version,
+        created_at: page.created_at,
+        updated_at: page.updated_at,
+    }))
+}
+
+/// Replace a page's title and/or body.
+///
+/// Every accepted update is a new version, even when the text is the same, so
+/// concurrent writers each get their own version number.
+#[utoipa::path(
+    put,
+    path = "/api/pages/{slug}",
+    tag = "pages",
+    request_body = UpdatePage,
+    params(
+        ("slug" = String, Path, description = "The page's slug"),
+        ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
+    ),
+    responses(
+        (status = 200, description = "Updated", body = Updated),
+        (status = 400, description = "Invalid field or malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over 300 KiB", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Too many wrong PINs from this client this hour", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the hour window ends"))),
+    )
+)]
+pub async fn update(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let slug = path_slug(&slug)?;
+    let input: UpdatePage = body::read_json(&req, payload).await?;
+    if input.title.is_none() && input.body.is_none() {
+        return Err(ApiError::validation("title", "give title, body or both"));
+    }
+    let title = input.title.as_deref().map(PageTitle::parse).transpose()?;
+    let body = input.body.map(PageBody::parse).transpose()?;
+    let id = pin_check::authorize(&state, &req, &slug).await?;
+    let now = state.clock.now();
+    let version = db::with_write(&state.pool, move |tx| {
+        pages::update(tx, id, title.as_ref(), body.as_ref(), now)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(Updated {
+        slug: slug.to_string(),
+        version,
+    }))
+}
+
+/// Archive a page: it leaves the ledger and search at once.
+///
+/// Archiving an archived page changes nothing and answers 200 again.
+#[utoipa::path(
+    post,
+    path = "/api/pages/{slug}/archive",
+    tag = "pages",
+    params(
+        ("slug" = String, Path, description = "The page's slug"),
+        ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
+    ),
+    responses(
+        (status = 200, description = "Archived", body = StateChanged),
+        (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Too many wrong PINs from this client this hour", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the hour window ends"))),
+    )
+)]
+pub async fn archive(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    change_state(&state, &req, &slug, pages::archive).await
+}
+
+/// Claim a page: it leaves the ledger, search and `/p/{slug}` at once.
+///
+/// Claiming a claimed page changes nothing and answers 200 again.
+#[utoipa::path(
+    post,
+    path = "/api/pages/{slug}/claim",
+    tag = "pages",
+    params(
+        ("slug" = String, Path, description = "The page's slug"),
+        ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
+    ),
+    responses(
+        (status = 200, description = "Claimed", body = StateChanged),
+        (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Too many wrong PINs from this client this hour", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the hour window ends"))),
+    )
+)]
+pub async fn claim(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    change_state(&state, &req, &slug, pages::claim).await
+}
+
+async fn change_state(
+    state: &AppState,
+    req: &HttpRequest,
+    slug: &str,
+    change: fn(&rusqlite::Transaction<'_>, i64, i64) -> rusqlite::Result<pages::PageState>,
+) -> Result<HttpResponse, ApiError> {
+    let slug = path_slug(slug)?;
+    let id = pin_check::authorize(state, req, &slug).await?;
+    let now = state.clock.now();
+    let after = db::with_write(&state.pool, move |tx| change(tx, id, now)).await?;
+    Ok(HttpResponse::Ok().json(StateChanged {
+        slug: after.slug,
+        version: after.version,
+        lifecycle: after.lifecycle,
+        claimed_at: after.claimed_at,
+    }))
+}

@@ -1,0 +1,82 @@
+//! The PIN check in front of every route that changes a page: bounded guessing per
+//! client, argon2 off the executor, and logs that show only the hashed client key.
+
+use actix_web::HttpRequest;
+use tokio::sync::Mutex;
+
+use super::error::ApiError;
+use crate::db::{self, pages, pin_failures};
+use crate::domain::PageSlug;
+use crate::pin;
+use crate::startup::AppState;
+
+/// The request header that carries a page's PIN.
+pub const PIN_HEADER: &str = "X-Page-Pin";
+
+/// Per-client turns, striped by bucket key. One client's checks run one at a time,
+/// so each reads a failure count that includes all of its earlier attempts: the
+/// limit holds however many requests a client sends at once. Clients that share a
+/// stripe only wait for each other.
+static TURNS: [Mutex<()>; 64] = [const { Mutex::const_new(()) }; 64];
+
+fn turn(bucket: &str) -> &'static Mutex<()> {
+    let n = usize::from_str_radix(&bucket[..4], 16).expect("hex bucket key");
+    &TURNS[n % TURNS.len()]
+}
+
+/// Lets the request change the page `slug` if its `X-Page-Pin` is the page's PIN;
+/// returns the page id.
+///
+/// In order: a client (SPEC §5 gate 2) with [`pin_failures::LIMIT`] failures this
+/// hour gets [`ApiError::TooManyPinFailures`] before anything is looked at; an
+/// unknown slug is [`ApiError::NotFound`]; a page without a PIN is
+/// [`ApiError::PageLocked`]; no header is [`ApiError::PinRequired`]; a header that is
+/// not UTF-8 is [`ApiError::Validation`]; a wrong PIN is counted against the client
+/// and is [`ApiError::WrongPin`]. Only the last costs an argon2 verification.
+pub async fn authorize(
+    state: &AppState,
+    req: &HttpRequest,
+    slug: &PageSlug,
+) -> Result<i64, ApiError> {
+    let client = crate::routes::client_ip(req, &state.trusted_proxies);
+    let bucket = pin_failures::bucket(&client);
+    let _turn = turn(&bucket).lock().await;
+
+    let now = state.clock.now();
+    let key = bucket.clone();
+    let failures = db::with_conn(&state.pool, move |c| pin_failures::count(c, &key, now)).await?;
+    if failures >= pin_failures::LIMIT {
+        tracing::warn!(
+            client = &bucket[..12],
+            failures,
+            "PIN check refused: too many failures"
+        );
+        return Err(ApiError::TooManyPinFailures {
+            retry_after: pin_failures::retry_after(now),
+        });
+    }
+
+    let wanted = slug.as_str().to_owned();
+    let (id, phc) = db::with_conn(&state.pool, move |c| pages::pin_hash(c, &wanted))
+        .await?
+        .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
+    let phc = phc.ok_or(ApiError::PageLocked)?;
+    let given = req.headers().get(PIN_HEADER).ok_or(ApiError::PinRequired)?;
+    let given = std::str::from_utf8(given.as_bytes())
+        .map_err(|_| ApiError::validation(PIN_HEADER, "X-Page-Pin must be UTF-8 text"))?
+        .to_owned();
+
+    if pin::verify_off_thread(given, phc).await? {
+        return Ok(id);
+    }
+    let key = bucket.clone();
+    let failures =
+        db::with_write(&state.pool, move |tx| pin_failures::record(tx, &key, now)).await?;
+    tracing::warn!(
+        client = &bucket[..12],
+        slug = slug.as_str(),
+        failures,
+        "wrong page PIN"
+    );
+    Err(ApiError::WrongPin)
+}

@@ -1,0 +1,23 @@
+//! `GET /metrics` on the metrics listener: Prometheus text exposition format 0.0.4.
+
+use actix_web::{web, HttpResponse};
+
+use crate::actors::cache::Stats;
+use crate::startup::AppState;
+
+/// Sets the gauges from the live state, then encodes every metric.
+pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let m = &state.metrics;
+    m.slots_busy.set(state.scorers.busy() as i64);
+    m.in_flight
+        .set((state.search.max_in_flight - state.admission.available_permits()) as i64);
+    if let Ok(stats) = state.cache.send(Stats).await {
+        m.cache_entries.set(stats.entries as i64);
+    }
+    let snapshot = state.corpus.peek();
+    m.candidates.set(snapshot.len() as i64);
+    m.generation.set(snapshot.generation.max(0));
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(m.encode())
+}

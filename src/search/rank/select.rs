@@ -1,0 +1,178 @@
+//! Step 4 of a ranking: exact scores for as few titles as the top rows need.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use super::gather::{Candidates, WordMatches};
+use super::index::RankIndex;
+use super::score::{self, Occurrence};
+
+/// A scored title. Ordered so that *better* compares *less* (rank order: higher
+/// raw score, then fewer title words, then lower page id).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ranked {
+    pub raw: f32,
+    pub title_words: u32,
+    pub page_id: i64,
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .raw
+            .total_cmp(&self.raw)
+            .then(self.title_words.cmp(&other.title_words))
+            .then(self.page_id.cmp(&other.page_id))
+    }
+}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
+
+/// The best `limit` candidates in rank order. Exact scoring is done best upper
+/// bound first and stops once no remaining bound can reach the current top, so
+/// the result is the same as scoring every candidate.
+pub(super) fn top_rows(
+    index: &RankIndex,
+    matches: &WordMatches,
+    candidates: &Candidates,
+    limit: usize,
+) -> Vec<Ranked> {
+    if limit == 0 {
+        return Vec::new();
+    }
+    let mut bounded: Vec<(f32, u32)> = candidates
+        .touched
+        .iter()
+        .map(|&t| {
+            let tally = candidates.tallies[t as usize];
+            let bound = score::upper_bound(
+                tally.quality_sum,
+                tally.matched.count_ones(),
+                index.title_len(t),
+            );
+            (bound, t)
+        })
+        .collect();
+    let by_bound = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    let mut scorer = TitleScorer {
+        index,
+        matches,
+        candidates,
+        occurrences: Vec::new(),
+        prev_states: Vec::new(),
+        states: Vec::new(),
+    };
+    let mut top = TopRows::new(limit);
+
+    // Sorting every bound costs more than the scoring when a common word matched
+    // half the corpus, so first score the `limit` best bounds (found in linear
+    // time): their worst score is a threshold most other bounds already miss.
+    let seed = limit.min(bounded.len());
+    if seed < bounded.len() {
+        bounded.select_nth_unstable_by(seed, by_bound);
+    }
+    for &(_, t) in &bounded[..seed] {
+        top.offer(scorer.score(t));
+    }
+    let threshold = top.threshold();
+    let mut rest: Vec<(f32, u32)> = bounded[seed..]
+        .iter()
+        .copied()
+        .filter(|c| c.0 >= threshold)
+        .collect();
+    rest.sort_unstable_by(by_bound);
+    for (bound, t) in rest {
+        if bound < top.threshold() {
+            break;
+        }
+        top.offer(scorer.score(t));
+    }
+    top.heap.into_sorted_vec()
+}
+
+/// Exact scoring of single titles, with buffers reused across titles.
+struct TitleScorer<'a> {
+    index: &'a RankIndex,
+    matches: &'a WordMatches,
+    candidates: &'a Candidates,
+    occurrences: Vec<Occurrence>,
+    prev_states: Vec<(u32, f32)>,
+    states: Vec<(u32, f32)>,
+}
+
+impl TitleScorer<'_> {
+    fn score(&mut self, t: u32) -> Ranked {
+        self.occurrences.clear();
+        for (position, &w) in self.index.words(t).iter().enumerate() {
+            let Some(qualities) = self.matches.of(w) else {
+                continue;
+            };
+            for (i, &quality) in qualities.iter().enumerate() {
+                if quality > 0.0 {
+                    self.occurrences.push(Occurrence {
+                        query_word: i as u32,
+                        position: position as u32,
+                        quality,
+                    });
+                }
+            }
+        }
+        self.occurrences
+            .sort_unstable_by_key(|o| (o.query_word, o.position));
+        let title = &self.index.titles[t as usize];
+        let matched = self.candidates.tallies[t as usize].matched.count_ones();
+        let raw = score::align(&self.occurrences, &mut self.prev_states, &mut self.states)
+            + score::coverage(self.index.title_len(t), matched);
+        Ranked {
+            raw,
+            title_words: title.words_len,
+            page_id: title.page_id,
+        }
+    }
+}
+
+/// The best `limit` titles seen so far.
+struct TopRows {
+    limit: usize,
+    /// Max-heap under `Ranked`'s order, i.e. the worst kept row on top.
+    heap: BinaryHeap<Ranked>,
+}
+
+impl TopRows {
+    fn new(limit: usize) -> Self {
+        TopRows {
+            limit,
+            heap: BinaryHeap::with_capacity(limit.saturating_add(1).min(1024)),
+        }
+    }
+
+    fn offer(&mut self, row: Ranked) {
+        if self.heap.len() < self.limit {
+            self.heap.push(row);
+        } else if self.heap.peek().is_some_and(|worst| row < *worst) {
+            self.heap.pop();
+            self.heap.push(row);
+        }
+    }
+
+    /// The raw score a title must reach to still enter (a tie can enter on the
+    /// tie rule, so a bound equal to it is still scored).
+    fn threshold(&self) -> f32 {
+        match self.heap.peek() {
+            Some(worst) if self.heap.len() == self.limit => worst.raw,
+            _ => f32::NEG_INFINITY,
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Requests of the agent API, and the captured log of this test binary.
+
+use std::io::Write;
+use std::sync::{Mutex, OnceLock};
+
+use serde_json::{json, Value};
+
+pub use crate::common::{spawn_app, TestApp, T0};
+
+/// The client the PIN-protected requests come from unless a test picks another
+/// (the test app trusts 127.0.0.1 as a proxy, so `X-Forwarded-For` names it).
+pub const AGENT: &str = "198.51.100.7";
+pub const PIN: &str = "correct horse battery";
+
+/// An answer, read whole.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+}
+
+impl Reply {
+    async fn of(r: reqwest::Response) -> Self {
+        Self {
+            status: r.status().as_u16(),
+            headers: r.headers().clone(),
+            text: r.text().await.unwrap(),
+        }
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("{e}: {}", self.text))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Asserts this is the problem document of `status` and `kind` (the last part of
+    /// its `type`) and returns it.
+    #[track_caller]
+    pub fn problem(&self, status: u16, kind: &str) -> Value {
+        assert_eq!(self.status, status, "{}", self.text);
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/problem+json")
+        );
+        let p = self.json();
+        assert_eq!(p["type"], format!("/problems/{kind}"), "{p}");
+        assert_eq!(p["status"], status, "{p}");
+        assert!(p["title"].is_string() && p["detail"].is_string(), "{p}");
+        p
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    /// `POST /api/pages` with a JSON body.
+    pub async fn create(&self, body: Value) -> Reply {
+        Reply::of(
+            self.client
+                .post(self.url("/api/pages"))
+                .header("X-Forwarded-For", AGENT)
+                .json(&body)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// Publishes `slug` with [`PIN`]; panics unless 201.
+    pub async fn publish(&self, slug: &str, title: &str) {
+        let r = self
+            .create(json!({"slug": slug, "title": title, "body": "text", "pin": PIN}))
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+
+    /// `PUT /api/pages/{slug}` from `client`, with `X-Page-Pin` when `pin` is given.
+    pub async fn put_page(
+        &self,
+        slug: &str,
+        pin: Option<&str>,
+        client: &str,
+        body: Value,
+    ) -> Reply {
+        let mut r = self
+            .client
+            .put(self.url(&format!("/api/pages/{slug}")))
+            .header("X-Forwarded-For", client)
+            .json(&body);
+        if let Some(pin) = pin {
+            r = r.header("X-Page-Pin", pin);
+        }
+        Reply::of(r.send().await.unwrap()).await
+    }
+
+    /// `POST /api/pages/{slug}/{action}` (`archive` or `claim`) from `client`.
+    pub async fn act(&self, slug: &str, action: &str, pin: Option<&str>, client: &str) -> Reply {
+        let mut r = self
+            .client
+            .post(self.url(&format!("/api/pages/{slug}/{action}")))
+            .header("X-Forwarded-For", client);
+        if let Some(pin) = pin {
+            r = r.header("X-Page-Pin", pin);
+        }
+        Reply::of(r.send().await.unwrap()).await
+    }
+
+    /// `GET path`, read whole.
+    pub async fn fetch(&self, path: &str) -> Reply {
+        Reply::of(self.get(path).await).await
+    }
+
+    /// `(version, title, body)` of `slug` as stored, in any state.
+    pub fn stored(&self, slug: &str) -> (i64, String, String) {
+        self.conn()
+            .query_row(
+                "SELECT current_version, title, body FROM pages WHERE slug = ?1",
+                [slug],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap()
+    }
+}
+
+/// Everything this test binary logged so far (all tests share one subscriber, so
+/// a check on it covers every test that ran before it too).
+pub fn logs() -> String {
+    String::from_utf8_lossy(&LOG.get().expect("capture_logs ran").lock().unwrap()).into_owned()
+}
+
+static LOG: OnceLock<Mutex<Vec<u8>>> = OnceLock::new();
+
+/// Sends every log line of the app (debug and up) to [`logs`]. Idempotent.
+pub fn capture_logs() {
+    if LOG.set(Mutex::new(Vec::new())).is_ok() {
+        tracing_subscriber::fmt()
+            .with_env_filter("debug")
+            .with_writer(|| Capture)
+            .with_ansi(false)
+            .init();
+    }
+}
+
+struct Capture;
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOG.get().unwrap().lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

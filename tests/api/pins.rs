@@ -1,0 +1,181 @@
+//! Guessing is bounded per client, and neither PIN nor PIN hash ever leaves the
+//! server.
+
+use serde_json::json;
+
+use crate::helpers::{capture_logs, logs, spawn_app, AGENT, PIN};
+
+const GUESSER: &str = "203.0.113.66";
+const NEIGHBOUR: &str = "203.0.113.67";
+
+#[actix_web::test]
+async fn the_11th_wrong_pin_from_one_client_is_429_and_other_clients_are_unaffected() {
+    let app = spawn_app().await;
+    app.publish("vault", "Vault").await;
+    for i in 1..=10 {
+        app.put_page(
+            "vault",
+            Some(&format!("guess-{i:02}")),
+            GUESSER,
+            json!({"title": "x"}),
+        )
+        .await
+        .problem(403, "wrong-pin");
+    }
+    let r = app
+        .put_page("vault", Some("guess-11"), GUESSER, json!({"title": "x"}))
+        .await;
+    let p = r.problem(429, "too-many-pin-failures");
+    // The test clock sits on an hour boundary: the whole window is left.
+    assert_eq!(r.header("retry-after"), Some("3600"));
+    assert_eq!(p["retry_after"], 3600);
+
+    // Locked out on every PIN route, even with the right PIN or no PIN at all.
+    app.put_page("vault", Some(PIN), GUESSER, json!({"title": "x"}))
+        .await
+        .problem(429, "too-many-pin-failures");
+    app.act("vault", "archive", Some(PIN), GUESSER)
+        .await
+        .problem(429, "too-many-pin-failures");
+    app.act("vault", "claim", None, GUESSER)
+        .await
+        .problem(429, "too-many-pin-failures");
+    // Reading is not PIN-protected.
+    assert_eq!(app.fetch("/api/pages/vault").await.status, 200);
+
+    // Another client: its own count, and the right PIN works.
+    app.put_page("vault", Some("guess-12"), NEIGHBOUR, json!({"title": "x"}))
+        .await
+        .problem(403, "wrong-pin");
+    let r = app
+        .put_page(
+            "vault",
+            Some(PIN),
+            NEIGHBOUR,
+            json!({"title": "Still mine"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    // ...which does not reset the guesser's count.
+    app.put_page("vault", Some(PIN), GUESSER, json!({"title": "x"}))
+        .await
+        .problem(429, "too-many-pin-failures");
+    assert_eq!(app.stored("vault").1, "Still mine");
+
+    // Counted in SQLite under the hashed key, never the address.
+    let rows: Vec<(String, i64)> = app
+        .conn()
+        .prepare("SELECT bucket, count FROM rate_limit_counters ORDER BY count DESC")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0].1, 10);
+    assert!(rows
+        .iter()
+        .all(|(k, _)| k.len() == 64 && !k.contains("203.0.113")));
+
+    // The next hour window starts from zero.
+    app.clock.advance(3600);
+    let r = app
+        .put_page("vault", Some(PIN), GUESSER, json!({"title": "Back"}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
+#[actix_web::test]
+async fn concurrent_guesses_from_one_client_are_still_bounded() {
+    let app = spawn_app().await;
+    app.publish("vault", "Vault").await;
+    let guesses: Vec<_> = (0..16)
+        .map(|i| {
+            let request = app
+                .client
+                .put(app.url("/api/pages/vault"))
+                .header("X-Forwarded-For", GUESSER)
+                .header("X-Page-Pin", format!("guess-{i:02}"))
+                .json(&json!({"title": "x"}));
+            actix_web::rt::spawn(async move { request.send().await.unwrap().status().as_u16() })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for g in guesses {
+        statuses.push(g.await.unwrap());
+    }
+    statuses.sort();
+    assert_eq!(statuses, [[403; 10].as_slice(), &[429; 6]].concat());
+}
+
+#[actix_web::test]
+async fn the_pin_and_its_hash_appear_in_no_response_and_no_log() {
+    capture_logs();
+    let app = spawn_app().await;
+    let pin = "unique-pin-7f3a9c";
+    let mut responses = Vec::new();
+    let r = app
+        .create(json!({"slug": "secret", "title": "Secret", "body": "b", "pin": pin}))
+        .await;
+    responses.push(r.text);
+    for path in [
+        "/api/pages/secret",
+        "/api/pages",
+        "/p/secret",
+        "/p/secret/raw",
+        "/",
+    ] {
+        responses.push(app.fetch(path).await.text);
+    }
+    responses.push(
+        app.put_page("secret", Some(pin), AGENT, json!({"title": "Secret 2"}))
+            .await
+            .text,
+    );
+    responses.push(
+        app.put_page("secret", Some("not-the-pin"), AGENT, json!({"title": "x"}))
+            .await
+            .text,
+    );
+    responses.push(app.act("secret", "claim", Some(pin), AGENT).await.text);
+    responses.push(app.act("secret", "archive", Some(pin), AGENT).await.text);
+    responses.push(
+        app.create(json!({"title": "t", "pin": 123456789}))
+            .await
+            .text,
+    );
+
+    let stored: String = app
+        .conn()
+        .query_row(
+            "SELECT pin_hash FROM pages WHERE slug = 'secret'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        stored.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+        "{stored}"
+    );
+    let hash_part = stored.rsplit('$').next().unwrap();
+    for text in &responses {
+        for secret in ["$argon2", hash_part, pin, "not-the-pin", "123456789"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+    }
+    let logs = logs();
+    assert!(
+        logs.contains("wrong page PIN"),
+        "the failure was logged:\n{logs}"
+    );
+    for secret in [
+        "argon2id",
+        hash_part,
+        pin,
+        "not-the-pin",
+        "123456789",
+        AGENT,
+    ] {
+        assert!(!logs.contains(secret), "{secret} in the logs:\n{logs}");
+    }
+}

@@ -1,0 +1,172 @@
+//! The binary as an operator runs it: `--help`, start-up errors, `migrate`, `import`,
+//! and `serve` printing its address when ready.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_agent-pages");
+
+fn agent_pages(dir: &std::path::Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("AGENT_PAGES_DATABASE", dir.join("db").join("pages.sqlite3"))
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+/// A running server, killed on drop.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `serve` with `args` and returns it with the URL from its ready line.
+fn serve(mut cmd: Command, args: &[&str]) -> (Server, String) {
+    let mut child = cmd
+        .arg("serve")
+        .args(args)
+        .env("AGENT_PAGES_BIND", "127.0.0.1:0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let server = Server(child);
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        if let Some(url) = line.split("listening on ").nth(1) {
+            return (server, url.trim().to_owned());
+        }
+    }
+    panic!("serve exited without a ready line");
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    for args in [
+        &["--help"][..],
+        &["serve", "--help"],
+        &["import", "--help"],
+        &["migrate", "--help"],
+    ] {
+        let out = Command::new(BIN).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage"),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_setting_stops_start_up_with_one_line_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    for (var, value) in [
+        ("SEARCH_CONCURRENCY", "0"),
+        ("TRUSTED_PROXY_CIDRS", "10.0.0.0/33"),
+        ("SEARCH_RATE_PER_MINUTE", "many"),
+        ("AGENT_PAGES_BIND", "nowhere"),
+        ("AGENT_PAGES_LOG_FORMAT", "xml"),
+    ] {
+        let out = agent_pages(dir.path())
+            .arg("serve")
+            .env(var, value)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{var}={value}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{var}: {stderr}");
+        assert!(stderr.contains(var), "{var}: {stderr}");
+    }
+}
+
+#[test]
+fn migrate_creates_the_database_and_its_folders_and_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        let out = agent_pages(dir.path()).arg("migrate").output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let conn = rusqlite::Connection::open(dir.path().join("db/pages.sqlite3")).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 2);
+}
+
+#[test]
+fn import_reports_bad_lines_by_number_and_loads_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pages.jsonl");
+    std::fs::write(
+        &file,
+        "{\"slug\":\"one\",\"title\":\"First page\"}\n{\"title\":\"\"}\n{broken\n{\"title\":\"Second page\",\"pin\":\"123456\"}\n",
+    )
+    .unwrap();
+    let out = agent_pages(dir.path())
+        .arg("import")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("line 2") && stderr.contains("line 3"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("2 new") && stdout.contains("2 skipped"),
+        "{stdout}"
+    );
+    let conn = rusqlite::Connection::open(dir.path().join("db/pages.sqlite3")).unwrap();
+    let pin: String = conn
+        .query_row(
+            "SELECT pin_hash FROM pages WHERE slug = 'second-page'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(pin.starts_with("$argon2id$"));
+}
+
+#[test]
+fn serve_prints_its_address_when_ready_and_answers_health_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = serve(agent_pages(dir.path()), &[]);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let body = reqwest::blocking_get(&format!("{url}/healthz"));
+    assert_eq!(body, "ok\n");
+}
+
+#[test]
+fn serve_demo_loads_the_bundled_corpus_into_an_empty_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = serve(agent_pages(dir.path()), &["--demo"]);
+    let ledger = reqwest::blocking_get(&format!("{url}/"));
+    assert!(
+        ledger.contains("63672 pages"),
+        "{}",
+        &ledger[..ledger.len().min(3000)]
+    );
+}
+
+mod reqwest {
+    /// A tiny blocking GET over a fresh runtime (the tests here are synchronous).
+    pub fn blocking_get(url: &str) -> String {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async { ::reqwest::get(url).await.unwrap().text().await.unwrap() })
+    }
+}
