@@ -432,7 +432,7 @@ fn status_of(outcome: &Outcome) -> (StatusCode, &'static str) {
 
 const SHORT: &str = "Enter at least 2 characters.";
 const TOO_LONG: &str = "Search text can be at most 64 characters.";
-const BUSY: &str = "Search is busy right now: try again in a moment.";
+const BUSY: &str = "Search is busy right now.";
 const FAILED: &str = "Something went wrong with this search. Please try again.";
 
 fn refused_message(window: Window, retry_after: i64) -> String {
