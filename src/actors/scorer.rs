@@ -79,7 +79,10 @@ impl Handler<Score> for Scorer {
             if let Some(hook) = &self.hook {
                 hook(&query);
             }
-            rank::rank(&snapshot.index, &query, limit)
+            let mut result = rank::rank(&snapshot.index, &query, limit);
+            // Highlighting here, once per scoring, keeps it off the cache-hit path.
+            result.highlight_titles(&query, |id| snapshot.page(id).map(|p| p.title.as_str()));
+            result
         }));
         drop(slot);
         outcome.map(Arc::new).map_err(|_| ScoreError::Panicked)

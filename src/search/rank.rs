@@ -51,6 +51,27 @@ pub struct SearchResult {
     pub rows: Vec<ScoredRow>,
     pub total: usize,
     pub truncated: bool,
+    /// For each row, the byte ranges of its title that matched (see [`highlight`]);
+    /// empty until [`SearchResult::highlight_titles`] fills it. The scorer fills it
+    /// once, so a cached result never recomputes it: the result is keyed by the
+    /// corpus fingerprint, so the titles it was computed on are the ones shown.
+    pub highlights: Vec<Vec<std::ops::Range<usize>>>,
+}
+
+impl SearchResult {
+    /// Fills [`SearchResult::highlights`] with [`highlight`] of each row's title for
+    /// `query` (a match copy); a row whose title `title_of` does not know gets none.
+    pub fn highlight_titles<'a>(&mut self, query: &str, title_of: impl Fn(i64) -> Option<&'a str>) {
+        self.highlights = self
+            .rows
+            .iter()
+            .map(|row| {
+                title_of(row.page_id)
+                    .map(|t| highlight(t, query))
+                    .unwrap_or_default()
+            })
+            .collect();
+    }
 }
 
 /// Query words beyond this many are ignored (a 64-char match copy has at most 32,
@@ -79,6 +100,7 @@ pub fn rank(index: &RankIndex, query: &str, limit: usize) -> SearchResult {
             rows: Vec::new(),
             total: 0,
             truncated: false,
+            highlights: Vec::new(),
         };
     }
     let matches = gather::match_words(index, &words);
@@ -101,6 +123,7 @@ pub fn rank(index: &RankIndex, query: &str, limit: usize) -> SearchResult {
         rows,
         total,
         truncated,
+        highlights: Vec::new(),
     }
 }
 
@@ -244,7 +267,8 @@ mod tests {
                 SearchResult {
                     rows: vec![],
                     total: 0,
-                    truncated: false
+                    truncated: false,
+                    highlights: vec![],
                 }
             );
         }
