@@ -162,12 +162,7 @@ fn progress_bar(total_bytes: Option<u64>) -> ProgressBar {
 mod tests {
     use super::*;
 
-    fn db() -> (tempfile::TempDir, Connection) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut conn = crate::db::open(&dir.path().join("t.sqlite3")).unwrap();
-        crate::db::migrations::run(&mut conn).unwrap();
-        (dir, conn)
-    }
+    use crate::db::temp_db as db;
 
     #[test]
     fn bad_lines_are_reported_by_number_and_good_lines_still_land() {

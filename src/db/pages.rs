@@ -376,12 +376,7 @@ mod tests {
     use super::*;
     use rusqlite::TransactionBehavior;
 
-    fn db() -> (tempfile::TempDir, Connection) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut conn = crate::db::open(&dir.path().join("t.sqlite3")).unwrap();
-        crate::db::migrations::run(&mut conn).unwrap();
-        (dir, conn)
-    }
+    use crate::db::temp_db as db;
 
     fn new_page(slug: Option<&str>, title: &str) -> NewPage {
         NewPage::parse(slug, title, None).unwrap()

@@ -115,12 +115,7 @@ mod tests {
 
     const T0: i64 = 1_800_000_000; // a multiple of 3600
 
-    fn db() -> (tempfile::TempDir, Connection) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut conn = crate::db::open(&dir.path().join("t.sqlite3")).unwrap();
-        crate::db::migrations::run(&mut conn).unwrap();
-        (dir, conn)
-    }
+    use crate::db::temp_db as db;
 
     fn keys() -> BucketKeys {
         ClientIp::from_addr("192.0.2.7".parse().unwrap()).bucket_keys()
