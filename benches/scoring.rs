@@ -17,7 +17,10 @@ use std::path::PathBuf;
 use agent_pages::search::normalize::normalize;
 use agent_pages::search::rank::{rank, RankIndex};
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use rapidfuzz::distance::indel;
+
+#[path = "../examples/support/indel_reference.rs"]
+mod indel_reference;
+use indel_reference::indel_full_scan;
 
 /// Typo queries of the kinds searchers type: a misspelled word, swapped letters,
 /// shuffled words, an unfinished last word, a common short word.
@@ -54,21 +57,6 @@ fn load_titles(path: &PathBuf) -> Option<Vec<(i64, String)>> {
     Some(titles)
 }
 
-fn indel_full_scan(titles: &[(i64, Vec<char>)], match_copy: &str) -> Vec<(f64, i64)> {
-    let comparator = indel::BatchComparator::new(match_copy.chars());
-    let mut scored: Vec<(f64, i64)> = titles
-        .iter()
-        .map(|(id, t)| (comparator.normalized_similarity(t.iter().copied()), *id))
-        .collect();
-    let order = |a: &(f64, i64), b: &(f64, i64)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-    if scored.len() > LIMIT {
-        scored.select_nth_unstable_by(LIMIT, order);
-        scored.truncate(LIMIT);
-    }
-    scored.sort_unstable_by(order);
-    scored
-}
-
 fn scoring(c: &mut Criterion) {
     let path = corpus_path();
     let Some(titles) = load_titles(&path) else {
@@ -99,7 +87,7 @@ fn scoring(c: &mut Criterion) {
         group.bench_with_input(
             BenchmarkId::new("indel_full_scan", query),
             &match_copy,
-            |b, q| b.iter(|| indel_full_scan(black_box(&normalized), black_box(q))),
+            |b, q| b.iter(|| indel_full_scan(black_box(&normalized), black_box(q), LIMIT)),
         );
     }
     group.finish();

@@ -25,8 +25,10 @@ use std::time::{Duration, Instant};
 
 use agent_pages::search::normalize::normalize;
 use agent_pages::search::rank::{rank, RankIndex};
-use rapidfuzz::distance::indel;
 use serde::Deserialize;
+
+#[path = "support/indel_reference.rs"]
+mod indel_reference;
 
 /// SPEC §3: a title is 1–200 chars after trimming.
 const MAX_TITLE_CHARS: usize = 200;
@@ -183,7 +185,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for query in &queries {
         let match_copy = normalize(&query.q);
         let started = Instant::now();
-        let ids = reference_rank(&reference_titles, &match_copy);
+        let ids: Vec<i64> = indel_reference::indel_full_scan(&reference_titles, &match_copy, LIMIT)
+            .into_iter()
+            .map(|(_, id)| id)
+            .collect();
         let took = started.elapsed();
         reference.add(&query.kind, first_relevant(&ids, &relevant_of(query)), took);
     }
@@ -212,20 +217,4 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
-}
-
-/// Top `LIMIT` page ids by indel normalized similarity, ties by lower page id.
-fn reference_rank(titles: &[(i64, Vec<char>)], match_copy: &str) -> Vec<i64> {
-    let comparator = indel::BatchComparator::new(match_copy.chars());
-    let mut scored: Vec<(f64, i64)> = titles
-        .iter()
-        .map(|(id, t)| (comparator.normalized_similarity(t.iter().copied()), *id))
-        .collect();
-    let order = |a: &(f64, i64), b: &(f64, i64)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-    if scored.len() > LIMIT {
-        scored.select_nth_unstable_by(LIMIT, order);
-        scored.truncate(LIMIT);
-    }
-    scored.sort_unstable_by(order);
-    scored.into_iter().map(|(_, id)| id).collect()
 }

@@ -9,7 +9,7 @@ use super::respond::{
     redirect_home, refused_message, with_cache_header, with_retry_after, BUSY, FAILED, SHORT,
     TOO_LONG,
 };
-use super::Outcome;
+use super::{displayed_rows, Outcome};
 use crate::routes::render;
 use crate::startup::AppState;
 use crate::templates::format_time;
@@ -136,24 +136,12 @@ pub(super) fn html_response(
             snapshot,
             cache,
         } => {
-            let results: Vec<TableRow> = result
-                .rows
-                .iter()
-                .zip(
-                    result
-                        .highlights
-                        .iter()
-                        .map(Vec::as_slice)
-                        .chain(std::iter::repeat(&[][..])),
-                )
-                .filter_map(|(r, marks)| {
-                    let page = snapshot.page(r.page_id)?;
-                    Some(TableRow {
-                        slug: page.slug.clone(),
-                        title: highlighted(&page.title, marks),
-                        score: format!("{:.1}", r.score),
-                        updated_at: format_time(page.updated_at),
-                    })
+            let results: Vec<TableRow> = displayed_rows(result, snapshot)
+                .map(|(row, page, marks)| TableRow {
+                    slug: page.slug.clone(),
+                    title: highlighted(&page.title, marks),
+                    score: format!("{:.1}", row.score),
+                    updated_at: format_time(page.updated_at),
                 })
                 .collect();
             let ctx = SearchContext {

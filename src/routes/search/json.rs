@@ -9,7 +9,7 @@ use super::respond::{
     redirect_home, refused_message, with_cache_header, with_retry_after, BUSY, FAILED, SHORT,
     TOO_LONG,
 };
-use super::Outcome;
+use super::{displayed_rows, Outcome};
 use crate::search::corpus::Snapshot;
 use crate::search::rank::SearchResult;
 
@@ -53,18 +53,12 @@ struct Problem {
 }
 
 fn rows(result: &SearchResult, snapshot: &Snapshot) -> Vec<ResultRow> {
-    // Cached ids map onto the freshly fetched display fields; an id is always there
-    // because the fingerprint (ids and versions) matched.
-    result
-        .rows
-        .iter()
-        .filter_map(|r| {
-            snapshot.page(r.page_id).map(|p| ResultRow {
-                slug: p.slug.clone(),
-                title: p.title.clone(),
-                score: (f64::from(r.score) * 100.0).round() / 100.0,
-                updated_at: p.updated_at,
-            })
+    displayed_rows(result, snapshot)
+        .map(|(row, page, _)| ResultRow {
+            slug: page.slug.clone(),
+            title: page.title.clone(),
+            score: (f64::from(row.score) * 100.0).round() / 100.0,
+            updated_at: page.updated_at,
         })
         .collect()
 }

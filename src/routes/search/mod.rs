@@ -13,6 +13,7 @@ mod html;
 mod json;
 mod respond;
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -21,11 +22,12 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::actors::cache::{self, Admission, CacheKey, FlightOutcome, ScoringFailed};
 use crate::actors::rate_limiter;
 use crate::actors::scorer::ScoringSlot;
+use crate::db::pages::Candidate;
 use crate::search::budget::{self, Window};
 use crate::search::client_ip::BucketKeys;
 use crate::search::corpus::Snapshot;
 use crate::search::query::{Gate1, SearchQuery};
-use crate::search::rank::SearchResult;
+use crate::search::rank::{ScoredRow, SearchResult};
 use crate::startup::AppState;
 
 /// Where an answer came from: the LRU, a scoring this request led, or a scoring
@@ -250,6 +252,25 @@ impl Drop for FlightGuard {
             self.cache.do_send(cache::Finish(key, Err(ScoringFailed)));
         }
     }
+}
+
+/// The rows to show: each cached `(page_id, score)` mapped onto the freshly fetched
+/// display fields, with the byte ranges of its title to mark. An id is always found,
+/// because the result's fingerprint (ids and versions) is the snapshot's.
+pub(super) fn displayed_rows<'a>(
+    result: &'a SearchResult,
+    snapshot: &'a Snapshot,
+) -> impl Iterator<Item = (&'a ScoredRow, &'a Candidate, &'a [Range<usize>])> + 'a {
+    let marks = result
+        .highlights
+        .iter()
+        .map(Vec::as_slice)
+        .chain(std::iter::repeat(&[][..]));
+    result
+        .rows
+        .iter()
+        .zip(marks)
+        .filter_map(|(row, marks)| Some((row, snapshot.page(row.page_id)?, marks)))
 }
 
 /// Gate 2 on this request: the socket peer, or the client a trusted proxy names.
