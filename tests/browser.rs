@@ -314,7 +314,7 @@ async fn a_visitor_searches_opens_a_result_keeps_the_dark_theme_and_meets_503_an
     // minute, so the third is a 429. The clock is manual: no window ends mid-test.
     let app = spawn_app_with(|s| {
         s.search.concurrency = 1;
-        s.search.rate_per_minute = 2;
+        s.search_budget.set_limit("minute", 2);
     })
     .await;
     let driver = Driver::start();

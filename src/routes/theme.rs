@@ -5,7 +5,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::routes::error_page;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// The themes the stylesheet has.
 pub const THEMES: &[&str] = &["light", "dark"];

@@ -20,7 +20,7 @@ async fn the_21st_search_in_a_minute_is_429_and_the_hour_counter_reads_20() {
 
 #[actix_web::test]
 async fn with_the_hour_full_the_minute_counter_is_rolled_back() {
-    let app = spawn_app_with(|s| s.search.rate_per_hour = 3).await;
+    let app = spawn_app_with(|s| s.search_budget.set_limit("hour", 3)).await;
     let client = "192.0.2.30";
     for minute in 0..3 {
         app.clock.set(T0 + minute * 60);
@@ -35,11 +35,14 @@ async fn with_the_hour_full_the_minute_counter_is_rolled_back() {
         .conn()
         .query_row(
             "SELECT window_start, count FROM rate_limit_counters WHERE bucket = ?1",
-            [
-                agent_pages::search::client_ip::ClientIp::from_addr(client.parse().unwrap())
-                    .bucket_keys()
-                    .minute,
-            ],
+            [&app
+                .state
+                .budgets
+                .search
+                .keys(&agent_pages::search::client_ip::ClientIp::from_addr(
+                    client.parse().unwrap(),
+                ))
+                .0[0]],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
@@ -64,7 +67,7 @@ async fn fifty_concurrent_searches_against_a_budget_of_20_admit_exactly_20() {
 
 #[actix_web::test]
 async fn windows_reset_on_their_boundaries_and_retry_after_counts_down() {
-    let app = spawn_app_with(|s| s.search.rate_per_minute = 1).await;
+    let app = spawn_app_with(|s| s.search_budget.set_limit("minute", 1)).await;
     let client = "192.0.2.60";
     app.clock.set(T0 + 60);
     assert_eq!(app.search("vim", client).await.status(), 200);

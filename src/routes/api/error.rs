@@ -5,8 +5,6 @@
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::db::DbError;
 use crate::domain::PageFieldError;
@@ -187,25 +185,7 @@ impl From<DbError> for ApiError {
     }
 }
 
-/// An RFC 9457 problem document, as every API error is answered.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Problem {
-    /// Stable per kind, e.g. `/problems/wrong-pin`: match on this, not on `detail`.
-    #[serde(rename = "type")]
-    pub problem_type: String,
-    /// Short summary of the kind.
-    pub title: String,
-    /// The HTTP status code.
-    pub status: u16,
-    /// What went wrong with this request, naming the field when there is one.
-    pub detail: String,
-    /// The JSON field, query parameter or header at fault (`title`, `X-Page-Pin`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-    /// Seconds until the client may try again (also in the `Retry-After` header).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retry_after: Option<i64>,
-}
+pub use crate::routes::problem::Problem;
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
@@ -222,21 +202,16 @@ impl ResponseError for ApiError {
             _ => None,
         };
         let problem = Problem {
-            problem_type: kind.problem_type.to_owned(),
-            title: kind.title.to_owned(),
-            status: kind.status.as_u16(),
-            detail: self.to_string(),
             field: self.field().map(str::to_owned),
             retry_after,
+            ..Problem::new(kind.status, kind.problem_type, kind.title, self.to_string())
         };
-        let mut response = HttpResponse::build(kind.status);
-        response.content_type("application/problem+json");
-        if let Some(seconds) = retry_after {
-            response.insert_header((header::RETRY_AFTER, seconds));
-        }
+        let mut response = problem.response();
         if let ApiError::MethodNotAllowed { allow } = self {
-            response.insert_header((header::ALLOW, *allow));
+            response
+                .headers_mut()
+                .insert(header::ALLOW, header::HeaderValue::from_static(allow));
         }
-        response.body(serde_json::to_string(&problem).expect("a problem serializes"))
+        response
     }
 }

@@ -18,7 +18,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::db::{self, pages};
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle};
 use crate::pin;
-use crate::startup::AppState;
+use crate::state::AppState;
 use error::{ApiError, Problem};
 use types::{
     CreatePage, Created, ListQuery, PageList, PageListItem, PageView, StateChanged, UpdatePage,
