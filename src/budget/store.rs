@@ -116,6 +116,14 @@ impl BudgetStore {
         }
     }
 
+    /// Does the store answer now? A read that changes nothing (for `/readyz`).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let probe = Arc::new(Budget::pin_failures(1));
+        self.peek(&probe, BucketKeys(vec!["0".repeat(64)]), 0)
+            .await
+            .map(drop)
+    }
+
     /// Deletes counters whose window started at least `horizon` seconds before `now`
     /// (a store whose keys expire by themselves does nothing). Returns how many.
     pub async fn sweep(&self, now: i64, horizon: i64) -> Result<usize, StoreError> {
