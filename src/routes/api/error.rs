@@ -50,6 +50,20 @@ pub enum ApiError {
     /// This client had too many wrong PINs this hour; `retry_after` is in seconds.
     #[error("too many wrong PINs from this client: try again in {retry_after} seconds")]
     TooManyPinFailures { retry_after: i64 },
+    /// This client's publish budget has a full window (`window`); `retry_after` is in
+    /// seconds; `policy` and `state` are the `RateLimit-Policy` and `RateLimit` values.
+    #[error(
+        "too many page writes from this client this {window}: try again in {retry_after} seconds"
+    )]
+    PublishRateLimited {
+        window: String,
+        retry_after: i64,
+        policy: String,
+        state: String,
+    },
+    /// The budget store did not answer in time: try again in a second.
+    #[error("the request budget cannot be checked right now: try again in a second")]
+    BudgetUnavailable,
     /// Anything else: a database or worker failure. The cause is logged only.
     #[error("something went wrong on our side; please try again")]
     Internal(#[source] anyhow::Error),
@@ -72,7 +86,7 @@ const fn kind(status: StatusCode, problem_type: &'static str, title: &'static st
 }
 
 /// Every kind the API answers with, in the order the docs list them.
-pub const KINDS: [Kind; 12] = [
+pub const KINDS: [Kind; 14] = [
     kind(
         StatusCode::BAD_REQUEST,
         "/problems/validation",
@@ -117,6 +131,16 @@ pub const KINDS: [Kind; 12] = [
         "Too many wrong PINs",
     ),
     kind(
+        StatusCode::TOO_MANY_REQUESTS,
+        "/problems/publish-rate-limited",
+        "Too many page writes",
+    ),
+    kind(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/problems/budget-unavailable",
+        "Budget unavailable",
+    ),
+    kind(
         StatusCode::INTERNAL_SERVER_ERROR,
         "/problems/internal",
         "Internal error",
@@ -138,7 +162,9 @@ impl ApiError {
             ApiError::WrongPin => 8,
             ApiError::PageLocked => 9,
             ApiError::TooManyPinFailures { .. } => 10,
-            ApiError::Internal(_) => 11,
+            ApiError::PublishRateLimited { .. } => 11,
+            ApiError::BudgetUnavailable => 12,
+            ApiError::Internal(_) => 13,
         }]
     }
 
@@ -198,7 +224,9 @@ impl ResponseError for ApiError {
         }
         let kind = self.kind();
         let retry_after = match self {
-            ApiError::TooManyPinFailures { retry_after } => Some((*retry_after).max(1)),
+            ApiError::TooManyPinFailures { retry_after }
+            | ApiError::PublishRateLimited { retry_after, .. } => Some((*retry_after).max(1)),
+            ApiError::BudgetUnavailable => Some(1),
             _ => None,
         };
         let problem = Problem {
@@ -207,6 +235,9 @@ impl ResponseError for ApiError {
             ..Problem::new(kind.status, kind.problem_type, kind.title, self.to_string())
         };
         let mut response = problem.response();
+        if let ApiError::PublishRateLimited { policy, state, .. } = self {
+            super::publish_budget::insert_headers(&mut response, policy, state);
+        }
         if let ApiError::MethodNotAllowed { allow } = self {
             response
                 .headers_mut()

@@ -5,7 +5,6 @@ use actix_web::HttpRequest;
 use tokio::sync::Mutex;
 
 use super::error::ApiError;
-use crate::budget::store::StoreError;
 use crate::db::{self, pages};
 use crate::domain::PageSlug;
 use crate::pin;
@@ -46,11 +45,7 @@ pub async fn authorize(
     let _turn = turn(&keys.0[0]).lock().await;
 
     let now = state.clock.now();
-    let failures = state
-        .budget_store
-        .peek(budget, keys.clone(), now)
-        .await
-        .map_err(store_error)?;
+    let failures = state.budget_store.peek(budget, keys.clone(), now).await?;
     if let Some(full) = budget
         .windows
         .iter()
@@ -80,11 +75,7 @@ pub async fn authorize(
     if pin::verify_off_thread(given, phc).await? {
         return Ok(id);
     }
-    let failures = state
-        .budget_store
-        .record(budget, keys, now)
-        .await
-        .map_err(store_error)?;
+    let failures = state.budget_store.record(budget, keys, now).await?;
     tracing::warn!(
         client = &bucket[..],
         slug = slug.as_str(),
@@ -92,8 +83,4 @@ pub async fn authorize(
         "wrong page PIN"
     );
     Err(ApiError::WrongPin)
-}
-
-fn store_error(e: StoreError) -> ApiError {
-    ApiError::Internal(e.into())
 }
