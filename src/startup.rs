@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use actix::{Actor, Addr, SyncArbiter};
 use actix_web::dev::Server;
-use actix_web::{web, App, HttpServer};
+use actix_web::{middleware, web, App, HttpServer};
 use anyhow::Context as _;
 use deadpool_sqlite::Pool;
 use tera::Tera;
@@ -117,6 +117,8 @@ impl Application {
         let server_state = state.clone();
         let server = HttpServer::new(move || {
             App::new()
+                // Innermost first: HEAD is routed as GET before any route is matched.
+                .wrap(middleware::from_fn(routes::head_as_get))
                 .wrap(TracingLogger::<PathOnlyRootSpan>::new())
                 .app_data(server_state.clone())
                 .configure(routes_config)

@@ -10,12 +10,33 @@ pub mod theme;
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use actix_web::http::StatusCode;
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{Method, StatusCode};
+use actix_web::middleware::Next;
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
 use crate::search::client_ip::{self, ClientIp, TrustedProxies};
 use crate::startup::AppState;
+
+/// Middleware: a `HEAD` request is routed exactly as the `GET` of the same URL, so
+/// every GET route answers HEAD with GET's status and headers (SPEC §9). actix-http
+/// decided at parse time that this is a HEAD request and sends no body, whatever
+/// the handler produced.
+///
+/// The handler runs in full, as for a GET: a `HEAD /search?q=…` spends the search
+/// budget once and scores exactly what the GET would (it *is* one GET whose body is
+/// not sent).
+pub async fn head_as_get(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    if req.method() == Method::HEAD {
+        req.head_mut().method = Method::GET;
+    }
+    next.call(req).await
+}
 
 /// Gate 2 (SPEC §5) on this request: the socket peer, or the client a trusted proxy
 /// names in `X-Forwarded-For`. Search budgets and PIN failures both count per this.

@@ -8,6 +8,7 @@ mod helpers;
 mod concurrency;
 mod create;
 mod errors;
+mod head;
 mod lifecycle;
 mod openapi;
 mod pins;

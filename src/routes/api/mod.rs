@@ -44,13 +44,13 @@ pub fn scope() -> actix_web::Scope {
             web::resource("/pages")
                 .route(web::post().to(create))
                 .route(web::get().to(list))
-                .default_service(web::to(|| wrong_method("GET, POST"))),
+                .default_service(web::to(|| wrong_method("GET, HEAD, POST"))),
         )
         .service(
             web::resource("/pages/{slug}")
                 .route(web::get().to(get))
                 .route(web::put().to(update))
-                .default_service(web::to(|| wrong_method("GET, PUT"))),
+                .default_service(web::to(|| wrong_method("GET, HEAD, PUT"))),
         )
         .service(
             web::resource("/pages/{slug}/archive")
@@ -65,7 +65,7 @@ pub fn scope() -> actix_web::Scope {
         .service(
             web::resource("/openapi.json")
                 .route(web::get().to(openapi::document))
-                .default_service(web::to(|| wrong_method("GET"))),
+                .default_service(web::to(|| wrong_method("GET, HEAD"))),
         )
         .default_service(web::to(|| async {
             Err::<HttpResponse, _>(ApiError::NotFound(
