@@ -8,6 +8,7 @@ mod helpers;
 mod concurrency;
 mod create;
 mod errors;
+mod forwarded;
 mod head;
 mod lifecycle;
 mod openapi;

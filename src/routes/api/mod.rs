@@ -78,10 +78,10 @@ async fn wrong_method(allow: &'static str) -> Result<HttpResponse, ApiError> {
     Err(ApiError::MethodNotAllowed { allow })
 }
 
-/// Where people read the page: an absolute URL on the host the client asked.
-fn page_url(req: &HttpRequest, slug: &str) -> String {
-    let info = req.connection_info();
-    format!("{}://{}/p/{slug}", info.scheme(), info.host())
+/// Where people read the page: an absolute URL on the host the client asked, or the
+/// one a trusted proxy forwarded ([`crate::routes::origin`]).
+fn page_url(state: &AppState, req: &HttpRequest, slug: &str) -> String {
+    crate::routes::origin::of(req, &state.trusted_proxies).url(&format!("/p/{slug}"))
 }
 
 /// A slug from the path; one that breaks the slug pattern names no page.
@@ -128,7 +128,7 @@ pub async fn create(
     Ok(HttpResponse::Created()
         .insert_header((header::LOCATION, format!("/api/pages/{slug}")))
         .json(Created {
-            url: page_url(&req, &slug),
+            url: page_url(&state, &req, &slug),
             version: created.version,
             slug,
         }))
@@ -170,7 +170,7 @@ pub async fn list(
     let pages = rows
         .into_iter()
         .map(|p| PageListItem {
-            url: page_url(&req, &p.slug),
+            url: page_url(&state, &req, &p.slug),
             slug: p.slug,
             title: p.title,
             version: p.version,
@@ -222,7 +222,7 @@ pub async fn get(
         .await?
         .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
     Ok(HttpResponse::Ok().json(PageView {
-        url: page_url(&req, &page.slug),
+        url: page_url(&state, &req, &page.slug),
         slug: page.slug,
         title: page.title,
         body: page.body,
