@@ -128,7 +128,7 @@ struct ParsedLine {
 }
 
 fn parse_line(line: &str) -> Result<ParsedLine, String> {
-    let raw: Line = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
+    let raw = parse_json(line)?;
     let NewPage { slug, title, body } =
         NewPage::parse(raw.slug.as_deref(), &raw.title, raw.body).map_err(|e| e.to_string())?;
     // Unlike the API, import derives the slug without a suffix: re-importing a line
@@ -144,6 +144,22 @@ fn parse_line(line: &str) -> Result<ParsedLine, String> {
         body,
         pin_hash,
     })
+}
+
+/// One line as JSON. serde echoes a wrongly typed value in its message (`invalid
+/// type: integer `987654321``): for `pin` that would print the PIN, so an error
+/// inside `pin` gets a fixed message instead.
+fn parse_json(line: &str) -> Result<Line, String> {
+    let mut de = serde_json::Deserializer::from_str(line);
+    let raw: Line = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        if e.path().to_string() == "pin" {
+            "invalid JSON: pin must be a string of 6 to 64 characters".to_owned()
+        } else {
+            format!("invalid JSON: {}", e.into_inner())
+        }
+    })?;
+    de.end().map_err(|e| format!("invalid JSON: {e}"))?;
+    Ok(raw)
 }
 
 fn progress_bar(total_bytes: Option<u64>) -> ProgressBar {
@@ -182,6 +198,23 @@ mod tests {
         assert!(pages::candidate_by_slug(&conn, "derived-slug")
             .unwrap()
             .is_some());
+    }
+
+    #[test]
+    fn a_rejected_pin_is_never_in_the_report() {
+        let (_dir, mut conn) = db();
+        let secrets = ["987654321", "13579.25", "true", "\"24680\"", "\" 97531 \""];
+        let input: String = secrets
+            .iter()
+            .map(|pin| format!("{{\"title\":\"x\",\"pin\":{pin}}}\n"))
+            .collect();
+        let report = import(&mut conn, input.as_bytes(), None, 1).unwrap();
+        assert_eq!(report.skipped.len(), secrets.len());
+        for skipped in &report.skipped {
+            for secret in ["987654321", "13579", "true", "24680", "97531"] {
+                assert!(!skipped.reason.contains(secret), "{}", skipped.reason);
+            }
+        }
     }
 
     #[test]

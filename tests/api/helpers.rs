@@ -230,3 +230,12 @@ pub async fn read_until_closed(mut stream: tokio::net::TcpStream) -> RawReply {
         after_head: all[split + 4..].to_vec(),
     }
 }
+
+impl TestApp {
+    /// Pages stored, in any state.
+    pub fn stored_count(&self) -> i64 {
+        self.conn()
+            .query_row("SELECT COUNT(*) FROM pages", [], |r| r.get(0))
+            .unwrap()
+    }
+}

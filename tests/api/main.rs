@@ -15,4 +15,5 @@ mod openapi;
 mod pins;
 mod read;
 mod search_effects;
+mod titles;
 mod update;
