@@ -28,6 +28,21 @@ use crate::{db, import, routes, templates};
 /// How often ended budget windows are swept from `rate_limit_counters`.
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(300);
 
+/// How long a new connection may take to send its first request's headers
+/// (actix `client_request_timeout`); slower is answered 408 and closed.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long an idle keep-alive connection stays open between requests.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(5);
+
+/// After an answer to a request whose body was not read (a refusal), how long the
+/// server waits for the client to close before closing itself.
+pub const LINGER: Duration = Duration::from_secs(1);
+
+/// On SIGTERM/SIGINT, how long requests in flight may take to finish before their
+/// connections are dropped.
+pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(30);
+
 /// What every handler shares.
 pub struct AppState {
     pub pool: Pool,
@@ -42,6 +57,8 @@ pub struct AppState {
     /// `SEARCH_MAX_IN_FLIGHT` permits; a valid search holds one until it answers.
     pub admission: Arc<tokio::sync::Semaphore>,
     pub metrics: Arc<Metrics>,
+    /// The deadline and the cap on open bodies of API request bodies.
+    pub bodies: routes::api::body::BodyGate,
 }
 
 /// A built, bound, not yet running server (and its metrics listener, if any).
@@ -109,6 +126,7 @@ impl Application {
             clock: settings.clock.clone(),
             admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
             metrics: Arc::new(Metrics::new()),
+            bodies: routes::api::body::BodyGate::new(settings.requests),
         });
 
         let listener = TcpListener::bind(settings.bind)
@@ -119,10 +137,20 @@ impl Application {
             App::new()
                 // Innermost first: HEAD is routed as GET before any route is matched.
                 .wrap(middleware::from_fn(routes::head_as_get))
+                .wrap(middleware::from_fn(
+                    routes::unread_body::close_after_unread_body,
+                ))
                 .wrap(TracingLogger::<PathOnlyRootSpan>::new())
                 .app_data(server_state.clone())
                 .configure(routes_config)
         })
+        // Every read from the network has a deadline: the first headers here, idle
+        // keep-alive, the linger after a refusal, the drain at shutdown; bodies in
+        // `routes::api::body`.
+        .client_request_timeout(HEADER_TIMEOUT)
+        .keep_alive(KEEP_ALIVE)
+        .client_disconnect_timeout(LINGER)
+        .shutdown_timeout(SHUTDOWN_DRAIN.as_secs())
         .listen(listener)?
         .run();
         let mut servers = vec![server];
@@ -140,6 +168,10 @@ impl Application {
                         .route("/metrics", web::get().to(routes::metrics::metrics))
                 })
                 .workers(1)
+                .client_request_timeout(HEADER_TIMEOUT)
+                .keep_alive(KEEP_ALIVE)
+                .client_disconnect_timeout(LINGER)
+                .shutdown_timeout(SHUTDOWN_DRAIN.as_secs())
                 .listen(listener)?
                 .run();
                 servers.push(server);

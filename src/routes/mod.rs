@@ -8,6 +8,7 @@ pub mod metrics;
 pub mod origin;
 pub mod search;
 pub mod theme;
+pub mod unread_body;
 
 use std::net::{IpAddr, Ipv4Addr};
 

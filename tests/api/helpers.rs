@@ -239,3 +239,13 @@ impl TestApp {
             .unwrap()
     }
 }
+
+impl TestApp {
+    /// Publishes `slug` with [`PIN`] and no body; panics unless 201.
+    pub async fn publish_locked(&self, slug: &str) {
+        let r = self
+            .create(json!({"slug": slug, "title": slug, "pin": PIN}))
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+}

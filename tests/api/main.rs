@@ -7,6 +7,7 @@ mod helpers;
 
 mod concurrency;
 mod create;
+mod deadlines;
 mod errors;
 mod forwarded;
 mod head;

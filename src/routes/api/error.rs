@@ -31,6 +31,14 @@ pub enum ApiError {
     /// The body is over `limit` bytes (refused from `Content-Length` when given).
     #[error("the request body is over {limit} bytes")]
     PayloadTooLarge { limit: usize },
+    /// The body did not arrive in full within `seconds`; the connection is closed.
+    #[error("the request body did not arrive in full within {seconds} seconds")]
+    BodyTimeout { seconds: u64 },
+    /// `cap` request bodies are being received already; try again in a second.
+    #[error(
+        "the server is receiving {cap} request bodies already, its limit: try again in a second"
+    )]
+    TooManyOpenBodies { cap: usize },
     /// No page (or no API route) at this path; the detail says which.
     #[error("{0}")]
     NotFound(String),
@@ -74,7 +82,7 @@ const fn kind(status: StatusCode, problem_type: &'static str, title: &'static st
 }
 
 /// Every kind the API answers with, in the order the docs list them.
-pub const KINDS: [Kind; 12] = [
+pub const KINDS: [Kind; 14] = [
     kind(
         StatusCode::BAD_REQUEST,
         "/problems/validation",
@@ -123,6 +131,16 @@ pub const KINDS: [Kind; 12] = [
         "/problems/internal",
         "Internal error",
     ),
+    kind(
+        StatusCode::REQUEST_TIMEOUT,
+        "/problems/request-timeout",
+        "Request body too slow",
+    ),
+    kind(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/problems/too-many-open-bodies",
+        "Too many request bodies at once",
+    ),
 ];
 
 impl ApiError {
@@ -141,6 +159,8 @@ impl ApiError {
             ApiError::PageLocked => 9,
             ApiError::TooManyPinFailures { .. } => 10,
             ApiError::Internal(_) => 11,
+            ApiError::BodyTimeout { .. } => 12,
+            ApiError::TooManyOpenBodies { .. } => 13,
         }]
     }
 
@@ -219,6 +239,7 @@ impl ResponseError for ApiError {
         let kind = self.kind();
         let retry_after = match self {
             ApiError::TooManyPinFailures { retry_after } => Some((*retry_after).max(1)),
+            ApiError::TooManyOpenBodies { .. } => Some(1),
             _ => None,
         };
         let problem = Problem {
@@ -236,6 +257,11 @@ impl ResponseError for ApiError {
         }
         if let ApiError::MethodNotAllowed { allow } = self {
             response.insert_header((header::ALLOW, *allow));
+        }
+        if let ApiError::BodyTimeout { .. } = self {
+            // The rest of the body may still come: this connection cannot carry
+            // another request.
+            response.force_close();
         }
         response.body(serde_json::to_string(&problem).expect("a problem serializes"))
     }

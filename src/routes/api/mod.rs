@@ -112,7 +112,7 @@ pub async fn create(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let input: CreatePage = body::read_json(&req, payload).await?;
+    let input: CreatePage = body::read_json(&state.bodies, &req, payload).await?;
     let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
     let pin_hash = match input.pin {
         Some(pin) => Some(pin::hash_off_thread(pin).await?),
@@ -263,7 +263,7 @@ pub async fn update(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let slug = path_slug(&slug)?;
-    let input: UpdatePage = body::read_json(&req, payload).await?;
+    let input: UpdatePage = body::read_json(&state.bodies, &req, payload).await?;
     if input.title.is_none() && input.body.is_none() {
         return Err(ApiError::validation("title", "give title, body or both"));
     }
