@@ -35,6 +35,25 @@ pub enum DbError {
     },
 }
 
+impl DbError {
+    /// SQLite's primary result code, when SQLite itself failed.
+    pub fn sqlite_code(&self) -> Option<rusqlite::ErrorCode> {
+        match self {
+            DbError::Sqlite(e) => e.sqlite_error_code(),
+            _ => None,
+        }
+    }
+
+    /// Another connection or process holds the lock this statement needed, for
+    /// longer than [`BUSY_TIMEOUT`] (`SQLITE_BUSY`, `SQLITE_LOCKED`): worth a retry.
+    pub fn is_busy(&self) -> bool {
+        matches!(
+            self.sqlite_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        )
+    }
+}
+
 /// Opens `path` (creating parent folders), in WAL mode with [`BUSY_TIMEOUT`] set.
 ///
 /// Errors: the folder cannot be created, or SQLite cannot open the file.

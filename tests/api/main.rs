@@ -13,6 +13,7 @@ mod forwarded;
 mod head;
 mod lifecycle;
 mod openapi;
+mod other_writers;
 mod pins;
 mod read;
 mod search_effects;

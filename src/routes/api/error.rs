@@ -60,6 +60,10 @@ pub enum ApiError {
     /// This client had too many wrong PINs this hour; `retry_after` is in seconds.
     #[error("too many wrong PINs from this client: try again in {retry_after} seconds")]
     TooManyPinFailures { retry_after: i64 },
+    /// Another process or connection held the database's write lock for longer
+    /// than the busy timeout; retry in a second.
+    #[error("the database is busy with another writer: try again in a second")]
+    DatabaseBusy,
     /// Anything else: a database or worker failure. The cause is logged only.
     #[error("something went wrong on our side; please try again")]
     Internal(#[source] anyhow::Error),
@@ -82,7 +86,7 @@ const fn kind(status: StatusCode, problem_type: &'static str, title: &'static st
 }
 
 /// Every kind the API answers with, in the order the docs list them.
-pub const KINDS: [Kind; 14] = [
+pub const KINDS: [Kind; 15] = [
     kind(
         StatusCode::BAD_REQUEST,
         "/problems/validation",
@@ -141,6 +145,11 @@ pub const KINDS: [Kind; 14] = [
         "/problems/too-many-open-bodies",
         "Too many request bodies at once",
     ),
+    kind(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/problems/database-busy",
+        "Database busy",
+    ),
 ];
 
 impl ApiError {
@@ -161,6 +170,7 @@ impl ApiError {
             ApiError::Internal(_) => 11,
             ApiError::BodyTimeout { .. } => 12,
             ApiError::TooManyOpenBodies { .. } => 13,
+            ApiError::DatabaseBusy => 14,
         }]
     }
 
@@ -202,8 +212,15 @@ impl From<PinError> for ApiError {
 }
 
 impl From<DbError> for ApiError {
+    /// A busy database (another writer held the lock past the busy timeout) is a
+    /// 503 to retry, never a 500; anything else is internal.
     fn from(e: DbError) -> Self {
-        ApiError::Internal(e.into())
+        if e.is_busy() {
+            tracing::warn!(error = %e, "database busy: answered 503");
+            ApiError::DatabaseBusy
+        } else {
+            ApiError::Internal(e.into())
+        }
     }
 }
 
@@ -239,7 +256,7 @@ impl ResponseError for ApiError {
         let kind = self.kind();
         let retry_after = match self {
             ApiError::TooManyPinFailures { retry_after } => Some((*retry_after).max(1)),
-            ApiError::TooManyOpenBodies { .. } => Some(1),
+            ApiError::TooManyOpenBodies { .. } | ApiError::DatabaseBusy => Some(1),
             _ => None,
         };
         let problem = Problem {
