@@ -16,6 +16,7 @@ mod openapi;
 mod other_writers;
 mod pins;
 mod read;
+mod read_only;
 mod search_effects;
 mod titles;
 mod update;

@@ -64,10 +64,19 @@ pub enum ApiError {
     /// than the busy timeout; retry in a second.
     #[error("the database is busy with another writer: try again in a second")]
     DatabaseBusy,
+    /// The database file cannot be written now (read-only, gone or replaced, or
+    /// an I/O error): nothing was written; retry later.
+    #[error(
+        "the page store cannot be written right now: nothing was saved; try again in a few seconds"
+    )]
+    StorageUnavailable,
     /// Anything else: a database or worker failure. The cause is logged only.
     #[error("something went wrong on our side; please try again")]
     Internal(#[source] anyhow::Error),
 }
+
+/// `Retry-After` of [`ApiError::StorageUnavailable`], in seconds.
+pub const STORAGE_RETRY_AFTER: i64 = 5;
 
 /// One kind of problem: its status, its `type` and its `title`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +95,7 @@ const fn kind(status: StatusCode, problem_type: &'static str, title: &'static st
 }
 
 /// Every kind the API answers with, in the order the docs list them.
-pub const KINDS: [Kind; 15] = [
+pub const KINDS: [Kind; 16] = [
     kind(
         StatusCode::BAD_REQUEST,
         "/problems/validation",
@@ -150,6 +159,11 @@ pub const KINDS: [Kind; 15] = [
         "/problems/database-busy",
         "Database busy",
     ),
+    kind(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/problems/storage-unavailable",
+        "Storage unavailable",
+    ),
 ];
 
 impl ApiError {
@@ -171,6 +185,7 @@ impl ApiError {
             ApiError::BodyTimeout { .. } => 12,
             ApiError::TooManyOpenBodies { .. } => 13,
             ApiError::DatabaseBusy => 14,
+            ApiError::StorageUnavailable => 15,
         }]
     }
 
@@ -212,12 +227,16 @@ impl From<PinError> for ApiError {
 }
 
 impl From<DbError> for ApiError {
-    /// A busy database (another writer held the lock past the busy timeout) is a
-    /// 503 to retry, never a 500; anything else is internal.
+    /// A busy database (another writer held the lock past the busy timeout) or one
+    /// that cannot be written now (read-only, I/O error) is a 503 to retry, never a
+    /// 500; anything else is internal.
     fn from(e: DbError) -> Self {
         if e.is_busy() {
             tracing::warn!(error = %e, "database busy: answered 503");
             ApiError::DatabaseBusy
+        } else if e.is_storage_fault() {
+            tracing::error!(error = %e, "database cannot be written: answered 503");
+            ApiError::StorageUnavailable
         } else {
             ApiError::Internal(e.into())
         }
@@ -257,6 +276,7 @@ impl ResponseError for ApiError {
         let retry_after = match self {
             ApiError::TooManyPinFailures { retry_after } => Some((*retry_after).max(1)),
             ApiError::TooManyOpenBodies { .. } | ApiError::DatabaseBusy => Some(1),
+            ApiError::StorageUnavailable => Some(STORAGE_RETRY_AFTER),
             _ => None,
         };
         let problem = Problem {
