@@ -59,6 +59,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The deadline and the cap on open bodies of API request bodies.
     pub bodies: routes::api::body::BodyGate,
+    /// The database file as opened at start, to tell when it is gone or replaced.
+    pub storage: db::storage::Storage,
 }
 
 /// A built, bound, not yet running server (and its metrics listener, if any).
@@ -92,6 +94,8 @@ impl Application {
             }
         }
 
+        let storage = db::storage::Storage::capture(&settings.database)
+            .with_context(|| format!("reading {}", settings.database.display()))?;
         let pool = db::create_pool(&settings.database, 16)?;
         let limits = Limits {
             per_minute: settings.search.rate_per_minute,
@@ -127,7 +131,14 @@ impl Application {
             admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
             metrics: Arc::new(Metrics::new()),
             bodies: routes::api::body::BodyGate::new(settings.requests),
+            storage,
         });
+        // Ready means a search can be answered at full speed: the candidate snapshot
+        // is built before the server is handed back (and `listening on` printed).
+        corpus
+            .warm()
+            .await
+            .context("building the candidate snapshot")?;
 
         let listener = TcpListener::bind(settings.bind)
             .with_context(|| format!("binding {}", settings.bind))?;
@@ -179,7 +190,7 @@ impl Application {
             }
         };
 
-        spawn_background(rate_limiter, corpus, settings.clock.clone());
+        spawn_background(rate_limiter, settings.clock.clone());
         Ok(Self {
             address,
             metrics_address,
@@ -234,19 +245,15 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
         .route("/p/{slug}/raw", web::get().to(routes::ledger::raw))
         .route("/theme/{name}", web::get().to(routes::theme::set_theme))
         .route("/healthz", web::get().to(routes::health::healthz))
+        .route("/readyz", web::get().to(routes::health::readyz))
         .route("/static/{name}", web::get().to(routes::assets::asset))
         .service(routes::api::scope())
         .default_service(web::to(routes::not_found));
 }
 
-/// Warms the candidate snapshot (so the first search is not the one that pays for
-/// it) and sweeps ended budget windows periodically.
-fn spawn_background(rate_limiter: Addr<RateLimiter>, corpus: Arc<Corpus>, clock: Arc<dyn Clock>) {
-    actix_web::rt::spawn(async move {
-        if let Err(e) = corpus.warm().await {
-            tracing::warn!(error = %e, "could not warm the candidate snapshot");
-        }
-    });
+/// Sweeps ended budget windows periodically. (The candidate snapshot is warmed in
+/// [`Application::build`], before the server is ready.)
+fn spawn_background(rate_limiter: Addr<RateLimiter>, clock: Arc<dyn Clock>) {
     actix_web::rt::spawn(async move {
         let mut tick = tokio::time::interval(SWEEP_INTERVAL);
         loop {

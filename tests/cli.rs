@@ -177,6 +177,9 @@ fn serve_prints_its_address_when_ready_and_answers_health_checks() {
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let body = reqwest::blocking_get(&format!("{url}/healthz"));
     assert_eq!(body, "ok\n");
+    // Ready as soon as it says so: the search snapshot is built before the line.
+    let ready = reqwest::blocking_get(&format!("{url}/readyz"));
+    assert!(ready.contains("\"ready\":true"), "{ready}");
 }
 
 #[test]

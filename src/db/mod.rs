@@ -8,6 +8,7 @@
 pub mod migrations;
 pub mod pages;
 pub mod pin_failures;
+pub mod storage;
 
 use std::path::Path;
 use std::time::Duration;
@@ -207,7 +208,7 @@ where
     )))
 }
 
-/// `SELECT 1`: does the database answer? Used by `/healthz`.
+/// `SELECT 1`: does the database answer?
 pub fn ping(conn: &Connection) -> rusqlite::Result<()> {
     conn.query_row("SELECT 1", [], |_| Ok(()))
 }

@@ -18,6 +18,7 @@ async fn head_is_answered_like_get_on_every_get_route() {
     let app = spawn_app().await;
     let paths = [
         ("/healthz", 200),
+        ("/readyz", 200),
         ("/", 200),
         ("/?page=x", 400),
         ("/p/kubernetes", 200),

@@ -18,5 +18,6 @@ mod pins;
 mod read;
 mod read_only;
 mod search_effects;
+mod storage;
 mod titles;
 mod update;

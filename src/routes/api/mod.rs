@@ -78,6 +78,31 @@ async fn wrong_method(allow: &'static str) -> Result<HttpResponse, ApiError> {
     Err(ApiError::MethodNotAllowed { allow })
 }
 
+/// Runs `f` in a write transaction ([`db::with_write`]) only while the database
+/// file at the configured path is the one the server has open and is writable, and
+/// checks again after the commit: a write into a deleted or replaced file would be
+/// lost at the next start, so it is never acknowledged.
+///
+/// Errors: [`ApiError::StorageUnavailable`] when the file is gone, replaced or not
+/// writable (before: nothing was written; after: the write went to the old file);
+/// else as `From<DbError>`.
+pub(crate) async fn write<T, F>(state: &AppState, f: F) -> Result<T, ApiError>
+where
+    F: FnOnce(&rusqlite::Transaction<'_>) -> Result<T, rusqlite::Error> + Send + 'static,
+    T: Send + 'static,
+{
+    let check = || {
+        state.storage.check().map_err(|fault| {
+            tracing::error!(%fault, "refusing a write: the database file cannot keep it");
+            ApiError::StorageUnavailable
+        })
+    };
+    check()?;
+    let out = db::with_write(&state.pool, f).await?;
+    check()?;
+    Ok(out)
+}
+
 /// Where people read the page: an absolute URL on the host the client asked, or the
 /// one a trusted proxy forwarded ([`crate::routes::origin`]).
 fn page_url(state: &AppState, req: &HttpRequest, slug: &str) -> String {
@@ -119,7 +144,7 @@ pub async fn create(
         None => None,
     };
     let now = state.clock.now();
-    let created = db::with_write(&state.pool, move |tx| {
+    let created = write(&state, move |tx| {
         pages::create(tx, &page, pin_hash.as_deref(), now)
     })
     .await?
@@ -271,7 +296,7 @@ pub async fn update(
     let body = input.body.map(PageBody::parse).transpose()?;
     let id = pin_check::authorize(&state, &req, &slug).await?;
     let now = state.clock.now();
-    let version = db::with_write(&state.pool, move |tx| {
+    let version = write(&state, move |tx| {
         pages::update(tx, id, title.as_ref(), body.as_ref(), now)
     })
     .await?;
@@ -344,7 +369,7 @@ async fn change_state(
     let slug = path_slug(slug)?;
     let id = pin_check::authorize(state, req, &slug).await?;
     let now = state.clock.now();
-    let after = db::with_write(&state.pool, move |tx| change(tx, id, now)).await?;
+    let after = write(state, move |tx| change(tx, id, now)).await?;
     Ok(HttpResponse::Ok().json(StateChanged {
         slug: after.slug,
         version: after.version,

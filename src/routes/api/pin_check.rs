@@ -78,8 +78,7 @@ pub async fn authorize(
         return Ok(page.id);
     }
     let key = bucket.clone();
-    let failures =
-        db::with_write(&state.pool, move |tx| pin_failures::record(tx, &key, now)).await?;
+    let failures = super::write(state, move |tx| pin_failures::record(tx, &key, now)).await?;
     tracing::warn!(
         client = &bucket[..12],
         slug = slug.as_str(),
