@@ -175,6 +175,7 @@ impl Application {
                 let metrics_state = state.clone();
                 let server = HttpServer::new(move || {
                     App::new()
+                        .wrap(middleware::from_fn(routes::head_as_get))
                         .app_data(metrics_state.clone())
                         .route("/metrics", web::get().to(routes::metrics::metrics))
                 })

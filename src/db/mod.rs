@@ -213,6 +213,16 @@ pub fn ping(conn: &Connection) -> rusqlite::Result<()> {
     conn.query_row("SELECT 1", [], |_| Ok(()))
 }
 
+/// A migrated database in a fresh temp folder, for unit tests; keep the folder alive
+/// as long as the connection.
+#[cfg(test)]
+pub(crate) fn temp_db() -> (tempfile::TempDir, Connection) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut conn = open(&dir.path().join("test.sqlite3")).expect("open");
+    migrations::run(&mut conn).expect("migrations");
+    (dir, conn)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,14 +282,4 @@ mod tests {
             pool.close();
         });
     }
-}
-
-/// A migrated database in a fresh temp folder, for unit tests; keep the folder alive
-/// as long as the connection.
-#[cfg(test)]
-pub(crate) fn temp_db() -> (tempfile::TempDir, Connection) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut conn = open(&dir.path().join("test.sqlite3")).expect("open");
-    migrations::run(&mut conn).expect("migrations");
-    (dir, conn)
 }

@@ -55,6 +55,13 @@ async fn head_is_answered_like_get_on_every_get_route() {
             "{path}"
         );
     }
+    let metrics = app
+        .client
+        .head(format!("{}/metrics", app.metrics_address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(metrics.status(), 200);
     // On the wire, nothing follows the head of a HEAD answer.
     for path in [
         "/p/kubernetes",
