@@ -130,6 +130,9 @@ fn path_slug(slug: &str) -> Result<PageSlug, ApiError> {
         (status = 409, description = "The slug is taken", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 300 KiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 408, description = "The body did not arrive in full in time; the connection is closed", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
     )
 )]
 pub async fn create(
@@ -279,6 +282,9 @@ pub async fn get(
         (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many wrong PINs from this client this hour", body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = i64, description = "Seconds until the hour window ends"))),
+        (status = 408, description = "The body did not arrive in full in time; the connection is closed", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
     )
 )]
 pub async fn update(
@@ -323,6 +329,8 @@ pub async fn update(
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many wrong PINs from this client this hour", body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = i64, description = "Seconds until the hour window ends"))),
+        (status = 503, description = "The database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
     )
 )]
 pub async fn archive(
@@ -350,6 +358,8 @@ pub async fn archive(
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many wrong PINs from this client this hour", body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = i64, description = "Seconds until the hour window ends"))),
+        (status = 503, description = "The database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
     )
 )]
 pub async fn claim(
