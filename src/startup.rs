@@ -2,10 +2,10 @@
 //! bound listener. Tests start it on port 0 with a temp database and read the port.
 
 use std::net::{SocketAddr, TcpListener};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, SyncArbiter};
+use actix::Actor;
 use actix_web::dev::Server;
 use actix_web::{middleware, web, App, HttpServer};
 use anyhow::Context as _;
@@ -74,16 +74,10 @@ impl Application {
         let storage = db::storage::Storage::capture(&settings.database)
             .with_context(|| format!("reading {}", settings.database.display()))?;
         let pool = db::create_pool(&settings.database, 16)?;
-        // The factory runs once (one thread) and takes the already-open connection.
-        let write_conn = Mutex::new(Some(conn));
-        let rate_limiter = SyncArbiter::start(1, move || {
-            let conn = write_conn
-                .lock()
-                .expect("unpoisoned")
-                .take()
-                .expect("one rate limiter thread");
-            RateLimiter::new(conn).expect("setting the budget connection's busy timeout")
-        });
+        // The RateLimiter blocks on SQLite: it gets an arbiter (thread) of its own.
+        let rate_limiter = RateLimiter::new(conn).context("setting the budget connection")?;
+        let rate_limiter =
+            RateLimiter::start_in_arbiter(&actix::Arbiter::new().handle(), |_| rate_limiter);
         let metrics = Arc::new(Metrics::new(&routes::search::outcome::labels(
             &settings.search_budget,
         )));
