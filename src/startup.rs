@@ -42,6 +42,8 @@ pub struct AppState {
     /// `SEARCH_MAX_IN_FLIGHT` permits; a valid search holds one until it answers.
     pub admission: Arc<tokio::sync::Semaphore>,
     pub metrics: Arc<Metrics>,
+    /// Rendered Markdown of recently shown page versions.
+    pub markdown: crate::markdown::MarkdownCache,
 }
 
 /// A built, bound, not yet running server (and its metrics listener, if any).
@@ -109,6 +111,7 @@ impl Application {
             clock: settings.clock.clone(),
             admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
             metrics: Arc::new(Metrics::new()),
+            markdown: crate::markdown::MarkdownCache::default(),
         });
 
         let listener = TcpListener::bind(settings.bind)
@@ -117,6 +120,9 @@ impl Application {
         let server_state = state.clone();
         let server = HttpServer::new(move || {
             App::new()
+                .wrap(actix_web::middleware::from_fn(
+                    routes::security_headers::security_headers,
+                ))
                 .wrap(TracingLogger::<PathOnlyRootSpan>::new())
                 .app_data(server_state.clone())
                 .configure(routes_config)
@@ -201,6 +207,8 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
         .route("/theme/{name}", web::get().to(routes::theme::set_theme))
         .route("/healthz", web::get().to(routes::health::healthz))
         .route("/static/{name}", web::get().to(routes::assets::asset))
+        .route("/favicon.ico", web::get().to(routes::assets::favicon_ico))
+        .route("/robots.txt", web::get().to(routes::assets::robots))
         .service(routes::api::scope())
         .default_service(web::to(routes::not_found));
 }

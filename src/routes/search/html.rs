@@ -20,6 +20,8 @@ struct SearchContext<'a> {
     outcome: &'static str,
     message: String,
     retry_after: Option<i64>,
+    /// `minute` or `hour` on a 429: the window that refused.
+    window: Option<&'static str>,
     results: Vec<TableRow>,
     total: usize,
     shown: usize,
@@ -80,6 +82,7 @@ impl<'a> SearchContext<'a> {
             outcome,
             message: message.into(),
             retry_after: None,
+            window: None,
             results: Vec::new(),
             total: 0,
             shown: 0,
@@ -90,6 +93,14 @@ impl<'a> SearchContext<'a> {
 
     fn retry(mut self, seconds: i64) -> Self {
         self.retry_after = Some(seconds);
+        self
+    }
+
+    fn window(mut self, window: crate::search::budget::Window) -> Self {
+        self.window = Some(match window {
+            crate::search::budget::Window::Minute => "minute",
+            crate::search::budget::Window::Hour => "hour",
+        });
         self
     }
 }
@@ -121,7 +132,8 @@ pub(super) fn html_response(
                     "rate_limited",
                     refused_message(*window, *retry_after),
                 )
-                .retry(*retry_after),
+                .retry(*retry_after)
+                .window(*window),
             ),
             *retry_after,
         ),
@@ -149,6 +161,7 @@ pub(super) fn html_response(
                 outcome: "results",
                 message: String::new(),
                 retry_after: None,
+                window: None,
                 shown: results.len(),
                 results,
                 total: result.total,
