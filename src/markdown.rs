@@ -5,7 +5,8 @@
 //! What a body may still carry after sanitizing: ammonia's default set of harmless
 //! tags and attributes, table cell alignment (as `align-left|center|right` classes,
 //! since the Content-Security-Policy allows no inline `style`), disabled task-list
-//! checkboxes and `language-*` classes on code. Every link gets
+//! checkboxes (named "done" or "not done" for screen readers) and `language-*`
+//! classes on code. Every link gets
 //! `rel="nofollow noopener noreferrer"`.
 //!
 //! Rendering a large body costs milliseconds, so [`MarkdownCache`] keeps the HTML of
@@ -28,7 +29,7 @@ fn sanitizer() -> &'static Builder<'static> {
         let mut b = Builder::default();
         b.link_rel(Some("nofollow noopener noreferrer"))
             .add_tags(["input"])
-            .add_tag_attributes("input", ["type", "checked", "disabled"])
+            .add_tag_attributes("input", ["type", "checked", "disabled", "aria-label"])
             .set_tag_attribute_value("input", "disabled", "")
             .add_tag_attributes("th", ["class"])
             .add_tag_attributes("td", ["class"])
@@ -43,6 +44,7 @@ fn sanitizer() -> &'static Builder<'static> {
 fn keep_attribute<'u>(element: &str, attribute: &str, value: &'u str) -> Option<Cow<'u, str>> {
     match (element, attribute) {
         ("input", "type") => Some(Cow::Borrowed("checkbox")),
+        ("input", "aria-label") => matches!(value, "done" | "not done").then_some(value.into()),
         ("th" | "td", "class") => {
             matches!(value, "align-left" | "align-center" | "align-right").then_some(value.into())
         }
@@ -110,6 +112,15 @@ pub fn render(body: &str) -> String {
             attrs,
         }),
         Event::End(TagEnd::Heading(level)) => Event::End(TagEnd::Heading(one_below(level))),
+        // A checkbox needs an accessible name: its state in words.
+        Event::TaskListMarker(done) => Event::InlineHtml(
+            if done {
+                "<input type=\"checkbox\" disabled=\"\" checked=\"\" aria-label=\"done\"> "
+            } else {
+                "<input type=\"checkbox\" disabled=\"\" aria-label=\"not done\"> "
+            }
+            .into(),
+        ),
         other => other,
     });
     let mut unsafe_html = String::with_capacity(body.len() * 3 / 2);
@@ -241,6 +252,8 @@ mod tests {
         assert!(html.contains("checked"), "{html}");
         assert_eq!(html.matches("type=\"checkbox\"").count(), 2, "{html}");
         assert_eq!(html.matches("disabled").count(), 2, "{html}");
+        assert!(html.contains("aria-label=\"done\""), "{html}");
+        assert!(html.contains("aria-label=\"not done\""), "{html}");
     }
 
     #[test]
