@@ -83,11 +83,16 @@ impl Driver {
         }
     }
 
-    /// A Chromium session with its own profile, with page scripts on or off.
-    async fn session(&self, javascript: bool) -> (Client, tempfile::TempDir) {
+    /// A Chromium session with its own profile, with page scripts on or off and
+    /// `extra` command-line flags.
+    async fn session(&self, javascript: bool, extra: &[&str]) -> (Client, tempfile::TempDir) {
         let chromium = require_program("chromium", "CHROMIUM", "chromium");
         let profile = tempfile::tempdir().unwrap();
-        let mut args: Vec<String> = CHROMIUM_ARGS.iter().map(|a| a.to_string()).collect();
+        let mut args: Vec<String> = CHROMIUM_ARGS
+            .iter()
+            .chain(extra)
+            .map(|a| a.to_string())
+            .collect();
         args.push(format!("--user-data-dir={}", profile.path().display()));
         // 2 = block: the content setting a visitor gets by turning JavaScript off.
         let prefs = serde_json::json!({
@@ -189,10 +194,27 @@ impl<'a> Visit<'a> {
     /// The text of the first element matching `css`, once there is one.
     async fn text(&self, css: &str) -> anyhow::Result<String> {
         self.wait(&format!("an element matching {css}"), || async {
-            Ok(match self.browser.find(Locator::Css(css)).await {
-                Ok(element) => Ok(element.text().await?),
-                Err(e) => Err(e.to_string()),
-            })
+            let element = match self.browser.find(Locator::Css(css)).await {
+                Ok(element) => element,
+                Err(e) => return Ok(Err(e.to_string())),
+            };
+            Ok(element.text().await.map_err(|e| e.to_string()))
+        })
+        .await
+    }
+
+    /// Waits until the first element matching `css` reads `expected`.
+    async fn wait_text(&self, css: &str, expected: &str) -> anyhow::Result<()> {
+        self.wait(&format!("{css} to read {expected:?}"), || async {
+            // A live update can replace the element between finding and reading.
+            let now = match self.browser.find(Locator::Css(css)).await {
+                Ok(element) => match element.text().await {
+                    Ok(text) => text,
+                    Err(e) => return Ok(Err(e.to_string())),
+                },
+                Err(e) => return Ok(Err(e.to_string())),
+            };
+            Ok(if now == expected { Ok(()) } else { Err(now) })
         })
         .await
     }
@@ -344,9 +366,17 @@ async fn in_browser<F>(app: &TestApp, name: &str, javascript: bool, journey: F)
 where
     F: for<'v> AsyncFnOnce(&'v Visit<'v>) -> anyhow::Result<()>,
 {
+    in_browser_with(app, name, javascript, &[], journey).await
+}
+
+/// [`in_browser`] with extra Chromium flags.
+async fn in_browser_with<F>(app: &TestApp, name: &str, javascript: bool, extra: &[&str], journey: F)
+where
+    F: for<'v> AsyncFnOnce(&'v Visit<'v>) -> anyhow::Result<()>,
+{
     let _one = ONE_BROWSER.lock().await;
     let driver = Driver::start();
-    let (browser, _profile) = driver.session(javascript).await;
+    let (browser, _profile) = driver.session(javascript, extra).await;
     let visit = Visit::new(&browser, app);
     let outcome = journey(&visit).await;
     if outcome.is_err() {
@@ -449,10 +479,7 @@ async fn without_javascript_a_visitor_searches_opens_a_result_keeps_the_dark_the
         let blocked = app.spawn_search("block me", "203.0.113.7");
         app.faults.wait_blocked(1).await;
         v.search_with_form("golang").await?;
-        ensure!(
-            v.text("h1").await? == "Search is busy",
-            "the 503 page's heading"
-        );
+        v.wait_text("main h1", "Search is busy").await?;
         ensure!(
             v.browser.title().await? == "Search is busy · agent-pages",
             "the 503 page's title"
@@ -471,10 +498,7 @@ async fn without_javascript_a_visitor_searches_opens_a_result_keeps_the_dark_the
         // 429: the browser's client (127.0.0.1) has spent its two searches this
         // minute (the 503 spent one too), so the third is refused.
         v.search_with_form("vim").await?;
-        ensure!(
-            v.text("h1").await? == "Too many searches",
-            "the 429 page's heading"
-        );
+        v.wait_text("main h1", "Too many searches").await?;
         ensure!(
             v.browser.title().await? == "Too many searches · agent-pages",
             "the 429 page's title"
@@ -650,6 +674,139 @@ async fn live_search_follows_typing_with_few_requests_and_opens_a_result_by_keyb
         );
         Ok(())
     })
+    .await;
+}
+
+/// `agent_pages_search_requests_total{outcome="OUTCOME"}` from `/metrics`.
+async fn outcome_count(app: &TestApp, outcome: &str) -> u64 {
+    let needle = format!("agent_pages_search_requests_total{{outcome=\"{outcome}\"}} ");
+    app.metrics()
+        .await
+        .lines()
+        .find_map(|l| l.strip_prefix(&needle).and_then(|n| n.trim().parse().ok()))
+        .unwrap_or(0)
+}
+
+#[actix_web::test]
+async fn live_search_retries_a_503_once_and_counts_a_429_down_without_retrying() {
+    // One scorer slot (held by a blocked scoring at first), three searches a minute.
+    let app = spawn_app_with(|s| {
+        s.search.concurrency = 1;
+        s.search.rate_per_minute = 3;
+    })
+    .await;
+    let blocked = app.spawn_search("block me", "203.0.113.7");
+    app.faults.wait_blocked(1).await;
+    in_browser(&app, "live-503-429", true, async |v| {
+        v.goto("/").await?;
+        // The whole word at once: exactly one search is scheduled.
+        v.script(
+            "const q = document.querySelector('form.search-form input[name=q]');
+             q.value = 'programming'; q.dispatchEvent(new Event('input'));",
+        )
+        .await?;
+        // The first 503 is retried once, after Retry-After plus jitter; the second
+        // is shown, with the wait counted down and "Try again" held until then.
+        v.wait_text("main h1", "Search is busy").await?;
+        ensure!(
+            outcome_count(&app, "503-busy").await == 2,
+            "a 503 was retried other than once"
+        );
+        app.faults.open();
+        let button = v
+            .browser
+            .find(Locator::XPath(
+                "//main//button[normalize-space()='Try again']",
+            ))
+            .await?;
+        v.wait_text("main .notice .retry", "You can search again now.")
+            .await?;
+        ensure!(button.is_enabled().await?, "Try again stays disabled");
+        button.click().await?;
+        v.wait_text(
+            "main table.results td.title .result-title",
+            "Go programming language compiler",
+        )
+        .await?;
+        v.wait_text("#search-budget", "0 searches left this minute")
+            .await?;
+
+        // The budget is spent: the next query is refused, and the wait shown.
+        let input = v
+            .browser
+            .find(Locator::Css("form.search-form input[name=q]"))
+            .await?;
+        input.send_keys(" language").await?;
+        v.wait_text("main h1", "Too many searches").await?;
+        let notice = v.text("main .notice").await?;
+        ensure!(
+            notice.contains("Too many searches this minute")
+                && notice.contains("You can search again in")
+                && notice.contains("second"),
+            "the live 429 notice: {notice:?}"
+        );
+        ensure!(
+            !v.browser
+                .find(Locator::XPath(
+                    "//main//button[normalize-space()='Try again']"
+                ))
+                .await?
+                .is_enabled()
+                .await?,
+            "Try again is offered before the wait is over"
+        );
+        ensure!(outcome_count(&app, "429-minute").await == 1, "one refusal");
+        ensure!(
+            app.counters("127.0.0.1") == (3, 3),
+            "the refusal spent budget"
+        );
+        let (violations, _) = v.axe().await?;
+        ensure!(
+            violations.is_empty(),
+            "axe on the live 429: {violations:#?}"
+        );
+        v.screenshot("12-live-429").await?;
+        Ok(())
+    })
+    .await;
+    assert_eq!(blocked.await.unwrap(), 200);
+}
+
+#[actix_web::test]
+async fn with_no_theme_chosen_pages_follow_the_system_colour_scheme() {
+    let app = spawn_app_with(|_| {}).await;
+    in_browser_with(
+        &app,
+        "system-dark",
+        true,
+        &["--force-dark-mode"],
+        async |v| {
+            v.goto("/").await?;
+            ensure!(v.theme().await? == "auto", "a theme was chosen");
+            let background = v
+                .script("return getComputedStyle(document.body).backgroundColor;")
+                .await?;
+            ensure!(
+                background == "rgb(15, 18, 22)",
+                "a dark system got the background {background}"
+            );
+            let (violations, _) = v.axe().await?;
+            ensure!(
+                violations.is_empty(),
+                "axe on the system-dark ledger: {violations:#?}"
+            );
+            // Choosing light overrides the system.
+            v.choose_theme("light").await?;
+            let background = v
+                .script("return getComputedStyle(document.body).backgroundColor;")
+                .await?;
+            ensure!(
+                background == "rgb(247, 248, 250)",
+                "the light choice got the background {background}"
+            );
+            Ok(())
+        },
+    )
     .await;
 }
 
