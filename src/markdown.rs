@@ -19,8 +19,12 @@ use ammonia::Builder;
 use hashlink::LruCache;
 use pulldown_cmark::{html, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
-/// How many rendered page versions [`MarkdownCache::new`] keeps by default.
-pub const DEFAULT_CACHE_ENTRIES: usize = 128;
+/// How many rendered page versions [`MarkdownCache::default`] keeps at most.
+pub const DEFAULT_CACHE_ENTRIES: usize = 256;
+
+/// How much rendered HTML [`MarkdownCache::default`] keeps at most: bodies go up to
+/// 256 KiB, so the entry count alone would not bound the memory.
+pub const DEFAULT_CACHE_BYTES: usize = 32 * 1024 * 1024;
 
 /// The sanitizer, built once: its configuration never changes.
 fn sanitizer() -> &'static Builder<'static> {
@@ -133,14 +137,25 @@ pub fn render(body: &str) -> String {
 /// The rendered HTML of recently shown page versions, keyed by (page id, version):
 /// a new version is a new key, so an entry is never stale.
 pub struct MarkdownCache {
-    entries: Mutex<LruCache<(i64, i64), Arc<str>>>,
+    inner: Mutex<Inner>,
+    max_bytes: usize,
+}
+
+struct Inner {
+    entries: LruCache<(i64, i64), Arc<str>>,
+    bytes: usize,
 }
 
 impl MarkdownCache {
-    /// A cache of at most `capacity` rendered versions (at least one).
-    pub fn new(capacity: usize) -> Self {
+    /// A cache of at most `capacity` rendered versions (at least one) holding at most
+    /// `max_bytes` of HTML (the most recent version is kept whatever its size).
+    pub fn new(capacity: usize, max_bytes: usize) -> Self {
         Self {
-            entries: Mutex::new(LruCache::new(capacity.max(1))),
+            inner: Mutex::new(Inner {
+                entries: LruCache::new(capacity.max(1)),
+                bytes: 0,
+            }),
+            max_bytes,
         }
     }
 
@@ -148,19 +163,38 @@ impl MarkdownCache {
     /// on first use, then served from memory.
     pub fn get_or_render(&self, page_id: i64, version: i64, body: &str) -> Arc<str> {
         let key = (page_id, version);
-        if let Some(html) = self.lock().get(&key) {
+        if let Some(html) = self.lock().entries.get(&key) {
             return html.clone();
         }
         // Rendered outside the lock: two first views of one version may both render,
         // which is harmless, and no view waits behind another page's render.
         let html: Arc<str> = render(body).into();
-        self.lock().insert(key, html.clone());
+        let mut inner = self.lock();
+        let capacity = inner.entries.capacity();
+        if let Some(old) = inner.entries.remove(&key) {
+            inner.bytes -= old.len();
+        }
+        while inner.entries.len() >= capacity
+            || (!inner.entries.is_empty() && inner.bytes + html.len() > self.max_bytes)
+        {
+            match inner.entries.remove_lru() {
+                Some((_, old)) => inner.bytes -= old.len(),
+                None => break,
+            }
+        }
+        inner.bytes += html.len();
+        inner.entries.insert(key, html.clone());
         html
     }
 
     /// Rendered versions held.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().entries.len()
+    }
+
+    /// Bytes of rendered HTML held.
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
     }
 
     /// Whether nothing is held yet.
@@ -168,16 +202,16 @@ impl MarkdownCache {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<(i64, i64), Arc<str>>> {
-        // The map is valid after any panic (every operation is one call), so a
-        // poisoned lock is still usable.
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // Nothing that can panic runs under the lock (rendering happens outside),
+        // so a poisoned lock still guards consistent data.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 impl Default for MarkdownCache {
     fn default() -> Self {
-        Self::new(DEFAULT_CACHE_ENTRIES)
+        Self::new(DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_BYTES)
     }
 }
 
@@ -277,8 +311,20 @@ mod tests {
     }
 
     #[test]
+    fn the_cache_is_bounded_by_bytes_too() {
+        let cache = MarkdownCache::new(100, 64);
+        cache.get_or_render(1, 1, "a paragraph of some forty bytes");
+        cache.get_or_render(2, 1, "another paragraph of forty bytes");
+        assert_eq!(cache.len(), 1, "two would be over 64 bytes");
+        assert!(cache.bytes() <= 64);
+        // One entry over the budget is still kept: it is the one being shown.
+        cache.get_or_render(3, 1, &"long ".repeat(100));
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
     fn the_cache_renders_each_version_once() {
-        let cache = MarkdownCache::new(2);
+        let cache = MarkdownCache::new(2, usize::MAX);
         let a = cache.get_or_render(1, 1, "# one");
         let again = cache.get_or_render(1, 1, "# changed body, same version");
         assert!(Arc::ptr_eq(&a, &again));

@@ -141,8 +141,14 @@ fn description(title: &str, body: &str) -> String {
     if text.chars().count() <= LIMIT {
         return text.to_owned();
     }
-    let cut: String = text.chars().take(LIMIT - 1).collect();
-    format!("{}…", cut.trim_end())
+    // Cut at the last word boundary that fits (mid-word only for one huge word).
+    let cut: String = text.chars().take(LIMIT).collect();
+    let cut = match cut.rfind(' ') {
+        Some(space) if space > 0 => &cut[..space],
+        _ => cut.as_str(),
+    };
+    let cut: String = cut.trim_end().chars().take(LIMIT - 1).collect();
+    format!("{cut}…")
 }
 
 /// `GET /p/{slug}`: the page with its body rendered from Markdown (once per
@@ -214,4 +220,26 @@ fn internal_error(state: &AppState, req: &HttpRequest, e: db::DbError) -> HttpRe
         StatusCode::INTERNAL_SERVER_ERROR,
         "Something went wrong on our side. Please try again.",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::description;
+
+    #[test]
+    fn descriptions_are_the_body_text_cut_at_160_characters() {
+        assert_eq!(
+            description(
+                "T",
+                "# Intro\n\nSome **bold** text\nover lines.\n\n| a | b |\n|---|---|\n| 1 | 2 |"
+            ),
+            "Intro Some bold text over lines. a b 1 2"
+        );
+        assert_eq!(description("Notes", "  "), "Notes, a page on agent-pages.");
+        let long = description("T", &"words ".repeat(100));
+        assert!(long.chars().count() <= 160, "{long}");
+        assert!(long.ends_with(" words…"), "{long}");
+        let one_word = description("T", &"x".repeat(500));
+        assert_eq!(one_word.chars().count(), 160);
+    }
 }
