@@ -55,6 +55,13 @@ function el(tag, className, ...children) {
   return node;
 }
 
+/** The link every answer ends with. */
+function backToLedger() {
+  const back = el("a", null, "Back to the ledger");
+  back.href = "/";
+  return el("p", "back", back);
+}
+
 /** Counts `seconds` down in `target` (an element whose text is "N seconds"),
  *  then calls `done`. Returns a function that stops it. */
 function countDown(seconds, target, done) {
@@ -157,7 +164,11 @@ class LiveSearch {
     } else if (response.status === 429) {
       this.shown = "";
       this.blockedUntil = Date.now() + retryAfter * 1000;
-      this.showWait("Too many searches", body.detail || "Too many searches.", retryAfter, q);
+      const refusing = parseRateLimit(response.headers.get("RateLimit"))[0];
+      const unit = refusing && refusing.name === "hour" ? "hour" : "minute";
+      this.showWait("Too many searches",
+        `Too many searches this ${unit}: you have used all the searches one visitor may make in ${unit === "hour" ? "an hour" : "a minute"}.`,
+        retryAfter, q);
       this.follow(`/search?q=${encodeURIComponent(q)}`, "Too many searches · agent-pages");
     } else if (response.status === 503 && !isRetry) {
       // Once, after the advised wait plus up to a second of jitter, so visitors
@@ -245,9 +256,7 @@ class LiveSearch {
     } else {
       listing = el("p", "notice notice--info", "No matches.");
     }
-    const back = el("a", null, "Back to the ledger");
-    back.href = "/";
-    this.replaceMain(head, listing, el("p", "back", back));
+    this.replaceMain(head, listing, backToLedger());
     this.status.textContent = `${count} for ${body.query}`;
   }
 
@@ -256,7 +265,7 @@ class LiveSearch {
     notice.setAttribute("role", kind === "info" ? "status" : "alert");
     const nodes = [el("div", "page-head", el("h1", null, heading)), notice];
     if (retryQuery !== null) nodes.push(this.retryButton(retryQuery));
-    this.replaceMain(...nodes);
+    this.replaceMain(...nodes, backToLedger());
   }
 
   /** A 429 or a second 503: the wait, counted down, then a "Try again" button. */
@@ -269,7 +278,7 @@ class LiveSearch {
     const retry = this.retryButton(q);
     const button = retry.querySelector("button");
     button.disabled = true;
-    this.replaceMain(el("div", "page-head", el("h1", null, heading)), notice, retry);
+    this.replaceMain(el("div", "page-head", el("h1", null, heading)), notice, retry, backToLedger());
     this.stopCountdown = countDown(seconds, counter, () => {
       line.textContent = "You can search again now.";
       button.disabled = false;
