@@ -328,15 +328,17 @@ class LiveSearch {
 }
 
 /** A server-rendered 429 or 503 page: count its wait down and hold its "Try again"
- *  button until then. */
-function countDownServerWait() {
+ *  button until then; after a 429, typing sends nothing until then either. */
+function countDownServerWait(live) {
   const line = document.querySelector("main .retry[data-retry-after]");
   const counter = line && line.querySelector(".countdown");
   if (!counter) return;
+  const seconds = Number(line.dataset.retryAfter) || 1;
+  if (line.dataset.outcome === "rate_limited") live.blockedUntil = Date.now() + seconds * 1000;
   line.setAttribute("aria-live", "off");
   const button = document.querySelector("main .retry-form button");
   if (button) button.disabled = true;
-  countDown(Number(line.dataset.retryAfter) || 1, counter, () => {
+  countDown(seconds, counter, () => {
     line.textContent = "You can search again now.";
     if (button) button.disabled = false;
     const status = document.getElementById("search-status");
@@ -347,6 +349,5 @@ function countDownServerWait() {
 const form = document.querySelector("form.search-form");
 if (form && document.getElementById("main")) {
   // Also walks a server-rendered result table with the arrow keys.
-  new LiveSearch(form);
-  countDownServerWait();
+  countDownServerWait(new LiveSearch(form));
 }

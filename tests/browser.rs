@@ -603,6 +603,32 @@ async fn live_search_follows_typing_with_few_requests_and_opens_a_result_by_keyb
             "the address is {at}"
         );
 
+        // The script's own normalization, asked in the page: equal match copies
+        // are one request.
+        let copies = v
+            .browser
+            .execute_async(
+                r#"const done = arguments[arguments.length - 1];
+                import("/static/search.js").then((m) => done([
+                  m.matchCopy("Kubernetes "), m.matchCopy("kubernetes"),
+                  m.matchCopy("\uFF2B\uFF55\uFF42\uFF45\u2014ctl"), m.matchCopy("-a-"),
+                  m.parseRateLimit('"minute";r=18;t=42, "hour";r=198;t=3000'),
+                ]), (e) => done(String(e)));"#,
+                vec![],
+            )
+            .await?;
+        ensure!(
+            copies
+                == serde_json::json!([
+                    "kubernetes",
+                    "kubernetes",
+                    "kube ctl",
+                    "a",
+                    [{"name": "minute", "r": 18, "t": 42}, {"name": "hour", "r": 198, "t": 3000}]
+                ]),
+            "the script normalizes as {copies}"
+        );
+
         // The budget line says what the server counted: fewer requests than keys.
         let per_minute = 20;
         let (sent, line) = v
