@@ -114,8 +114,6 @@ fn migrate(args: &DatabaseArgs) -> anyhow::Result<()> {
 }
 
 fn open_migrated(args: &DatabaseArgs) -> anyhow::Result<rusqlite::Connection> {
-    let mut conn =
-        db::open(&args.database).with_context(|| format!("opening {}", args.database.display()))?;
-    db::migrations::run(&mut conn).context("applying migrations")?;
-    Ok(conn)
+    db::open_migrated(&args.database)
+        .with_context(|| format!("opening and migrating {}", args.database.display()))
 }

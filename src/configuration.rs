@@ -8,11 +8,15 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::budget::Budget;
 use crate::clock::{Clock, SystemClock};
 use crate::search::client_ip::TrustedProxies;
 
 /// Where the database lives unless `AGENT_PAGES_DATABASE` says otherwise.
 pub const DEFAULT_DATABASE: &str = "data/agent-pages.sqlite3";
+
+/// Failed PIN checks a client may have in one hour window; the next check is refused.
+pub const PIN_FAILURES_PER_HOUR: u32 = 10;
 
 /// Flags shared by every subcommand that opens the database.
 #[derive(Debug, Clone, clap::Args)]
@@ -40,6 +44,12 @@ pub struct ServeArgs {
     /// Searches per client per hour (the sustained window).
     #[arg(long, env = "SEARCH_RATE_PER_HOUR", default_value = "200")]
     pub search_rate_per_hour: String,
+    /// Page writes (create, update, archive, claim) per client per minute.
+    #[arg(long, env = "PUBLISH_RATE_PER_MINUTE", default_value = "30")]
+    pub publish_rate_per_minute: String,
+    /// Page writes per client per hour.
+    #[arg(long, env = "PUBLISH_RATE_PER_HOUR", default_value = "300")]
+    pub publish_rate_per_hour: String,
     /// Scoring slots in the process; a cache miss with none free is an immediate 503.
     #[arg(long, env = "SEARCH_CONCURRENCY", default_value = "2")]
     pub search_concurrency: String,
@@ -80,6 +90,12 @@ pub struct Settings {
     pub database: PathBuf,
     pub demo: bool,
     pub search: SearchSettings,
+    /// Searches per client: `SEARCH_RATE_PER_MINUTE`, `SEARCH_RATE_PER_HOUR`.
+    pub search_budget: Budget,
+    /// Page writes per client: `PUBLISH_RATE_PER_MINUTE`, `PUBLISH_RATE_PER_HOUR`.
+    pub publish_budget: Budget,
+    /// Failed PIN checks per client and hour.
+    pub pin_failure_budget: Budget,
     pub trusted_proxies: TrustedProxies,
     /// The clock budgets are counted with; tests inject a manual one.
     pub clock: Arc<dyn Clock>,
@@ -89,11 +105,9 @@ pub struct Settings {
     pub scoring_hook: Option<crate::actors::scorer::ScoringHook>,
 }
 
-/// The search limits of SPEC §2.
+/// The search limits of SPEC §2 other than the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SearchSettings {
-    pub rate_per_minute: u32,
-    pub rate_per_hour: u32,
     pub concurrency: usize,
     pub cache_entries: usize,
     pub result_limit: usize,
@@ -103,8 +117,6 @@ pub struct SearchSettings {
 impl Default for SearchSettings {
     fn default() -> Self {
         Self {
-            rate_per_minute: 20,
-            rate_per_hour: 200,
             concurrency: 2,
             cache_entries: 256,
             result_limit: 50,
@@ -123,6 +135,9 @@ impl Settings {
             database,
             demo: false,
             search: SearchSettings::default(),
+            search_budget: Budget::search(20, 200),
+            publish_budget: Budget::publish(30, 300),
+            pin_failure_budget: Budget::pin_failures(PIN_FAILURES_PER_HOUR),
             trusted_proxies: TrustedProxies::default(),
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
@@ -132,19 +147,35 @@ impl Settings {
 
     /// Parses the collected flags/variables. Errors: the first bad value, by name.
     pub fn from_args(args: &ServeArgs) -> Result<Self, ConfigError> {
-        let search = SearchSettings {
-            rate_per_minute: number(
+        let search_budget = Budget::search(
+            number(
                 "SEARCH_RATE_PER_MINUTE",
                 &args.search_rate_per_minute,
                 1,
                 1_000_000,
             )?,
-            rate_per_hour: number(
+            number(
                 "SEARCH_RATE_PER_HOUR",
                 &args.search_rate_per_hour,
                 1,
                 100_000_000,
             )?,
+        );
+        let publish_budget = Budget::publish(
+            number(
+                "PUBLISH_RATE_PER_MINUTE",
+                &args.publish_rate_per_minute,
+                1,
+                1_000_000,
+            )?,
+            number(
+                "PUBLISH_RATE_PER_HOUR",
+                &args.publish_rate_per_hour,
+                1,
+                100_000_000,
+            )?,
+        );
+        let search = SearchSettings {
             concurrency: number("SEARCH_CONCURRENCY", &args.search_concurrency, 1, 1024)?,
             cache_entries: number(
                 "SEARCH_CACHE_ENTRIES",
@@ -176,6 +207,9 @@ impl Settings {
             database: args.db.database.clone(),
             demo: args.demo,
             search,
+            search_budget,
+            publish_budget,
+            pin_failure_budget: Budget::pin_failures(PIN_FAILURES_PER_HOUR),
             trusted_proxies,
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
@@ -249,6 +283,8 @@ mod tests {
     fn defaults_parse() {
         let s = parse(&["--bind", "127.0.0.1:0"]).unwrap();
         assert_eq!(s.search, SearchSettings::default());
+        assert_eq!(s.search_budget, Budget::search(20, 200));
+        assert_eq!(s.publish_budget, Budget::publish(30, 300));
         assert!(s.trusted_proxies.is_empty());
     }
 }

@@ -1,12 +1,13 @@
 //! agent-pages: a small publishing service for agents with a five-gate fuzzy title
-//! search. See README.md for the product and `../shared/SPEC.md` for the contract.
+//! search. See README.md for the product and `docs/spec.md` for the contract.
 //!
 //! One search request reads top to bottom through [`routes::search`], which calls
 //! the gates in order: [`search::query`] (1), [`search::client_ip`] (2),
-//! [`actors::rate_limiter`] over [`search::budget`] (3/4), [`search::corpus`] and
+//! [`budget`] through [`budget::store`] (3/4), [`search::corpus`] and
 //! [`actors::cache`] (5), then [`actors::scorer`] running [`search::rank`].
 
 pub mod actors;
+pub mod budget;
 pub mod cli;
 pub mod clock;
 pub mod configuration;
@@ -19,5 +20,6 @@ pub mod pin;
 pub mod routes;
 pub mod search;
 pub mod startup;
+pub mod state;
 pub mod telemetry;
 pub mod templates;

@@ -3,29 +3,21 @@
 //! key: the only label is the search outcome, from a fixed set.
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
 };
-
-/// Every value of the `outcome` label, one per row of the outcome matrix.
-pub const OUTCOMES: &[&str] = &[
-    "303",
-    "short",
-    "400",
-    "429-minute",
-    "429-hour",
-    "hit",
-    "join",
-    "miss",
-    "503-busy",
-    "503-admission",
-    "500",
-];
 
 /// The registry and the handles the service updates.
 pub struct Metrics {
     registry: Registry,
     /// `agent_pages_search_requests_total{outcome}`.
     pub requests: IntCounterVec,
+    /// Candidate fetches made for budgeted searches (gate 5).
+    pub candidate_fetches: IntCounter,
+    /// Scorer slots taken by cache misses.
+    pub slots_acquired: IntCounter,
+    /// Cache misses that found every scorer slot taken (the 503-busy row).
+    pub slots_refused: IntCounter,
     /// Seconds each scoring took inside its slot.
     pub scoring_seconds: Histogram,
     /// Gauges set at scrape time from the live state.
@@ -37,9 +29,10 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// A fresh registry with every outcome pre-registered at 0 (so a scrape shows
-    /// the full set before any traffic).
-    pub fn new() -> Self {
+    /// A fresh registry with every label of `outcomes` pre-registered at 0 (so a
+    /// scrape shows the full set before any traffic); see
+    /// `routes::search::outcome::labels`.
+    pub fn new(outcomes: &[String]) -> Self {
         let registry =
             Registry::new_custom(Some("agent_pages".into()), None).expect("static prefix is valid");
         let requests = IntCounterVec::new(
@@ -47,9 +40,10 @@ impl Metrics {
             &["outcome"],
         )
         .expect("static metric");
-        for outcome in OUTCOMES {
-            requests.with_label_values(&[outcome]);
+        for outcome in outcomes {
+            requests.with_label_values(&[outcome.as_str()]);
         }
+        let counter = |name: &str, help: &str| IntCounter::new(name, help).expect("static metric");
         let scoring_seconds = Histogram::with_opts(
             HistogramOpts::new(
                 "search_scoring_seconds",
@@ -63,6 +57,18 @@ impl Metrics {
         let gauge = |name: &str, help: &str| IntGauge::new(name, help).expect("static metric");
         let metrics = Self {
             requests,
+            candidate_fetches: counter(
+                "search_candidate_fetches_total",
+                "Candidate fetches made for budgeted searches.",
+            ),
+            slots_acquired: counter(
+                "search_scorer_slots_acquired_total",
+                "Scorer slots taken by cache misses.",
+            ),
+            slots_refused: counter(
+                "search_scorer_slots_refused_total",
+                "Cache misses that found every scorer slot taken.",
+            ),
             scoring_seconds,
             slots_busy: gauge("search_scorer_slots_busy", "Scorer slots in use."),
             in_flight: gauge(
@@ -83,6 +89,9 @@ impl Metrics {
         for collector in [
             Box::new(metrics.requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(metrics.scoring_seconds.clone()),
+            Box::new(metrics.candidate_fetches.clone()),
+            Box::new(metrics.slots_acquired.clone()),
+            Box::new(metrics.slots_refused.clone()),
             Box::new(metrics.slots_busy.clone()),
             Box::new(metrics.in_flight.clone()),
             Box::new(metrics.cache_entries.clone()),
@@ -98,7 +107,7 @@ impl Metrics {
     }
 
     /// Counts one search answer.
-    pub fn count(&self, outcome: &'static str) {
+    pub fn count(&self, outcome: &str) {
         self.requests.with_label_values(&[outcome]).inc();
     }
 
@@ -109,11 +118,5 @@ impl Metrics {
             .encode(&self.registry.gather(), &mut buf)
             .expect("encoding to a Vec cannot fail");
         String::from_utf8(buf).expect("the text format is UTF-8")
-    }
-}
-
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
     }
 }

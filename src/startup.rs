@@ -5,46 +5,26 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actix::{Actor, Addr, SyncArbiter};
+use actix::{Actor, SyncArbiter};
 use actix_web::dev::Server;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context as _;
-use deadpool_sqlite::Pool;
-use tera::Tera;
 use tracing_actix_web::TracingLogger;
 
 use crate::actors::cache::Cache;
-use crate::actors::rate_limiter::{RateLimiter, Sweep};
+use crate::actors::rate_limiter::RateLimiter;
 use crate::actors::scorer::ScorerPool;
+use crate::budget::store::{BudgetStore, StoreError};
 use crate::clock::Clock;
-use crate::configuration::{SearchSettings, Settings};
+use crate::configuration::Settings;
 use crate::metrics::Metrics;
-use crate::search::budget::Limits;
-use crate::search::client_ip::TrustedProxies;
 use crate::search::corpus::Corpus;
+use crate::state::{AppState, Budgets};
 use crate::telemetry::PathOnlyRootSpan;
 use crate::{db, import, routes, templates};
 
 /// How often ended budget windows are swept from `rate_limit_counters`.
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(300);
-
-/// What every handler shares.
-pub struct AppState {
-    pub pool: Pool,
-    pub templates: Tera,
-    pub rate_limiter: Addr<RateLimiter>,
-    pub cache: Addr<Cache>,
-    pub scorers: ScorerPool,
-    pub corpus: Arc<Corpus>,
-    pub trusted_proxies: TrustedProxies,
-    pub search: SearchSettings,
-    pub clock: Arc<dyn Clock>,
-    /// `SEARCH_MAX_IN_FLIGHT` permits; a valid search holds one until it answers.
-    pub admission: Arc<tokio::sync::Semaphore>,
-    pub metrics: Arc<Metrics>,
-    /// Rendered Markdown of recently shown page versions.
-    pub markdown: crate::markdown::MarkdownCache,
-}
 
 /// A built, bound, not yet running server (and its metrics listener, if any).
 pub struct Application {
@@ -61,9 +41,8 @@ impl Application {
     ///
     /// Errors: the database cannot be opened or migrated, or the address not bound.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let mut conn = db::open(&settings.database)
+        let mut conn = db::open_migrated(&settings.database)
             .with_context(|| format!("opening {}", settings.database.display()))?;
-        db::migrations::run(&mut conn).context("applying migrations")?;
         if settings.demo {
             let now = settings.clock.now();
             if let Some(report) =
@@ -78,10 +57,6 @@ impl Application {
         }
 
         let pool = db::create_pool(&settings.database, 16)?;
-        let limits = Limits {
-            per_minute: settings.search.rate_per_minute,
-            per_hour: settings.search.rate_per_hour,
-        };
         // The factory runs once (one thread) and takes the already-open connection.
         let write_conn = Mutex::new(Some(conn));
         let rate_limiter = SyncArbiter::start(1, move || {
@@ -90,27 +65,50 @@ impl Application {
                 .expect("unpoisoned")
                 .take()
                 .expect("one rate limiter thread");
-            RateLimiter::new(conn, limits)
+            RateLimiter::new(conn)
         });
+        let metrics = Arc::new(Metrics::new(&routes::search::outcome::labels(
+            &settings.search_budget,
+        )));
         let scorers = ScorerPool::start(
             settings.search.concurrency,
+            metrics.slots_acquired.clone(),
+            metrics.slots_refused.clone(),
             #[cfg(feature = "fault-injection")]
             settings.scoring_hook.clone(),
         );
-        let corpus = Arc::new(Corpus::new(pool.clone()));
-        let cache = Cache::new(settings.search.cache_entries, scorers.clone()).start();
+        let corpus = Arc::new(Corpus::new(pool.clone(), metrics.candidate_fetches.clone()));
+        let cache = Cache::new(
+            settings.search.cache_entries,
+            scorers.clone(),
+            settings.search.result_limit,
+            metrics.scoring_seconds.clone(),
+        )
+        .start();
+        let budgets = Budgets {
+            search: Arc::new(settings.search_budget.clone()),
+            publish: Arc::new(settings.publish_budget.clone()),
+            pin_failures: Arc::new(settings.pin_failure_budget.clone()),
+        };
+        let horizon = [&budgets.search, &budgets.publish, &budgets.pin_failures]
+            .iter()
+            .map(|b| b.horizon())
+            .max()
+            .unwrap_or(0);
+        let budget_store = BudgetStore::sqlite(rate_limiter);
         let state = web::Data::new(AppState {
             pool,
             templates: templates::load().context("parsing templates")?,
-            rate_limiter: rate_limiter.clone(),
+            budget_store: budget_store.clone(),
+            budgets,
             cache,
             scorers,
             corpus: corpus.clone(),
             trusted_proxies: settings.trusted_proxies.clone(),
-            search: settings.search,
+            search_settings: settings.search,
             clock: settings.clock.clone(),
             admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             markdown: crate::markdown::MarkdownCache::default(),
         });
 
@@ -151,7 +149,7 @@ impl Application {
             }
         };
 
-        spawn_background(rate_limiter, corpus, settings.clock.clone());
+        spawn_background(budget_store, horizon, corpus, settings.clock.clone());
         Ok(Self {
             address,
             metrics_address,
@@ -168,10 +166,6 @@ impl Application {
     /// The bound address (the real port when `bind` asked for port 0).
     pub fn address(&self) -> SocketAddr {
         self.address
-    }
-
-    pub fn port(&self) -> u16 {
-        self.address.port()
     }
 
     /// The shared state, for tests that look inside (scorer slots, cache size).
@@ -215,7 +209,12 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
 
 /// Warms the candidate snapshot (so the first search is not the one that pays for
 /// it) and sweeps ended budget windows periodically.
-fn spawn_background(rate_limiter: Addr<RateLimiter>, corpus: Arc<Corpus>, clock: Arc<dyn Clock>) {
+fn spawn_background(
+    budget_store: BudgetStore,
+    horizon: i64,
+    corpus: Arc<Corpus>,
+    clock: Arc<dyn Clock>,
+) {
     actix_web::rt::spawn(async move {
         if let Err(e) = corpus.warm().await {
             tracing::warn!(error = %e, "could not warm the candidate snapshot");
@@ -225,13 +224,13 @@ fn spawn_background(rate_limiter: Addr<RateLimiter>, corpus: Arc<Corpus>, clock:
         let mut tick = tokio::time::interval(SWEEP_INTERVAL);
         loop {
             tick.tick().await;
-            match rate_limiter.send(Sweep { now: clock.now() }).await {
-                Ok(Ok(deleted)) if deleted > 0 => {
+            match budget_store.sweep(clock.now(), horizon).await {
+                Ok(deleted) if deleted > 0 => {
                     tracing::debug!(deleted, "swept ended budget windows")
                 }
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => tracing::warn!(error = %e, "sweeping budget windows failed"),
-                Err(_) => break,
+                Ok(_) => {}
+                Err(StoreError::Mailbox(_)) => break,
+                Err(e) => tracing::warn!(error = %e, "sweeping budget windows failed"),
             }
         }
     });

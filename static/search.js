@@ -179,7 +179,7 @@ class LiveSearch {
       }, wait);
     } else if (response.status === 503) {
       this.shown = "";
-      this.showWait("Search is busy", "Search is busy right now: every search slot is taken by other visitors.", retryAfter, q);
+      this.showWait(body.title || "Search is busy", body.detail || "Search is busy right now.", retryAfter, q);
     } else {
       this.shown = "";
       this.showNotice(response.status >= 500 ? "Search failed" : "Search", "error",

@@ -405,7 +405,7 @@ async fn without_javascript_a_visitor_searches_opens_a_result_keeps_the_dark_the
     // minute, so the third is a 429. The clock is manual: no window ends mid-test.
     let app = spawn_app_with(|s| {
         s.search.concurrency = 1;
-        s.search.rate_per_minute = 2;
+        s.search_budget.set_limit("minute", 2);
     })
     .await;
     in_browser(&app, "no-js", false, async |v| {
@@ -544,7 +544,7 @@ async fn without_javascript_a_visitor_searches_opens_a_result_keeps_the_dark_the
 
 #[actix_web::test]
 async fn live_search_follows_typing_with_few_requests_and_opens_a_result_by_keyboard() {
-    let app = spawn_app_with(|s| s.search.rate_per_minute = 20).await;
+    let app = spawn_app_with(|s| s.search_budget.set_limit("minute", 20)).await;
     app.conn()
         .execute(
             "UPDATE pages SET body = ?1 WHERE slug = 'kubernetes'",
@@ -709,22 +709,12 @@ async fn live_search_follows_typing_with_few_requests_and_opens_a_result_by_keyb
     .await;
 }
 
-/// `agent_pages_search_requests_total{outcome="OUTCOME"}` from `/metrics`.
-async fn outcome_count(app: &TestApp, outcome: &str) -> u64 {
-    let needle = format!("agent_pages_search_requests_total{{outcome=\"{outcome}\"}} ");
-    app.metrics()
-        .await
-        .lines()
-        .find_map(|l| l.strip_prefix(&needle).and_then(|n| n.trim().parse().ok()))
-        .unwrap_or(0)
-}
-
 #[actix_web::test]
 async fn live_search_retries_a_503_once_and_counts_a_429_down_without_retrying() {
     // One scorer slot (held by a blocked scoring at first), three searches a minute.
     let app = spawn_app_with(|s| {
         s.search.concurrency = 1;
-        s.search.rate_per_minute = 3;
+        s.search_budget.set_limit("minute", 3);
     })
     .await;
     let blocked = app.spawn_search("block me", "203.0.113.7");
@@ -741,7 +731,7 @@ async fn live_search_retries_a_503_once_and_counts_a_429_down_without_retrying()
         // is shown, with the wait counted down and "Try again" held until then.
         v.wait_text("main h1", "Search is busy").await?;
         ensure!(
-            outcome_count(&app, "503-busy").await == 2,
+            app.outcome_count("503-busy").await == 2,
             "a 503 was retried other than once"
         );
         app.faults.open();
@@ -788,7 +778,7 @@ async fn live_search_retries_a_503_once_and_counts_a_429_down_without_retrying()
                 .await?,
             "Try again is offered before the wait is over"
         );
-        ensure!(outcome_count(&app, "429-minute").await == 1, "one refusal");
+        ensure!(app.outcome_count("429-minute").await == 1, "one refusal");
         ensure!(
             app.counters("127.0.0.1") == (3, 3),
             "the refusal spent budget"
@@ -849,8 +839,8 @@ async fn every_page_kind_passes_axe_in_both_themes_at_1280_and_390_pixels() {
     // scorer slot (held by a blocked scoring for the 503s).
     let app = spawn_app_with(|s| {
         s.search.concurrency = 1;
-        s.search.rate_per_minute = 1_000;
-        s.search.rate_per_hour = 10_000;
+        s.search_budget.set_limit("minute", 1_000);
+        s.search_budget.set_limit("hour", 10_000);
     })
     .await;
     app.conn()
@@ -860,7 +850,7 @@ async fn every_page_kind_passes_axe_in_both_themes_at_1280_and_390_pixels() {
         )
         .unwrap();
     // App B refuses: its one search a minute is spent before the browser comes.
-    let refusing = spawn_app_with(|s| s.search.rate_per_minute = 1).await;
+    let refusing = spawn_app_with(|s| s.search_budget.set_limit("minute", 1)).await;
     assert_eq!(refusing.get("/search?q=vim").await.status(), 200);
 
     // Cached before the slot is blocked, so these stay answerable.

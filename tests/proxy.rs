@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 use std::process::Command;
 
+use agent_pages::budget::Budget;
 use agent_pages::search::client_ip::ClientIp;
 use helpers::{spawn_app_with, TestApp};
 use support::{free_port, require_program, ChildGuard};
@@ -154,8 +155,8 @@ fn charged_buckets(app: &TestApp) -> BTreeSet<String> {
 }
 
 fn bucket_keys_of(ip: &str) -> [String; 2] {
-    let keys = ClientIp::from_addr(ip.parse().unwrap()).bucket_keys();
-    [keys.minute, keys.hour]
+    let keys = Budget::search(20, 200).keys(&ClientIp::from_addr(ip.parse().unwrap()));
+    [keys.0[0].clone(), keys.0[1].clone()]
 }
 
 /// Sends every forgery through nginx and checks that each search was charged to the

@@ -1,21 +1,37 @@
 //! The Cache actor: owns the LRU of immutable search results, keyed by
-//! (match copy, corpus fingerprint), and the table of searches being scored now.
+//! (match copy, corpus fingerprint), and the single flight of each search being
+//! scored now.
 //!
-//! [`Admit`] decides, in one message, what a search that reached gate 5 does: use a
-//! cached result, join the scoring already running for its key (single flight), lead
-//! a new scoring in a free scorer slot, or be refused because no slot is free. Doing
-//! all of it inside one actor message makes "at most one scoring per key" and "a join
-//! never takes a slot" hold without locks: no other admission interleaves.
+//! [`Lookup`] decides, in one message, what a search that reached gate 5 does: use a
+//! cached result ([`Answer::Hit`]), wait for the scoring already running for its key
+//! ([`Answer::Wait`], a join), start a new scoring in a free scorer slot (also
+//! [`Answer::Wait`], as its leader), or be refused because no slot is free
+//! ([`Answer::Busy`]). Doing all of it inside one actor message makes "at most one
+//! scoring per key" and "a join never takes a slot" hold without locks.
+//!
+//! The actor owns each flight from start to end, like moka's `get_with` or Go's
+//! `singleflight.Do`: the handler that records a flight also starts its scoring as a
+//! future of this actor's own context, and that future (not any request) stores the
+//! result and tells the waiters. A caller can vanish at any point (before its message
+//! is handled, while it waits, or never polled again) without leaving a key in flight.
+//!
+//! Admission: the request's admission permit travels in [`Lookup`]. A hit, a join or
+//! a busy answer drops it at once (the ceiling counts computations, not cheap
+//! waiters); a leader's permit moves into the flight and is dropped when the scoring
+//! ends, however it ends.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use actix::{Actor, Context, Handler, Message, MessageResult};
+use actix::{
+    Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, WrapFuture,
+};
 use hashlink::LruCache;
-use tokio::sync::oneshot;
+use prometheus::Histogram;
+use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
-use crate::actors::scorer::{ScorerPool, ScoringSlot};
-use crate::search::corpus::Fingerprint;
+use crate::actors::scorer::ScorerPool;
+use crate::search::corpus::{Fingerprint, Snapshot};
 use crate::search::rank::SearchResult;
 
 /// A cache key: the normalized query and the fingerprint of the corpus it was scored
@@ -38,31 +54,31 @@ pub struct ScoringFailed;
 
 /// What gate 5 decided for one search.
 #[derive(Debug)]
-pub enum Admission {
+pub enum Answer {
     /// The LRU had it.
     Hit(Arc<SearchResult>),
-    /// A scoring for this key is running; its outcome arrives here.
-    Join(oneshot::Receiver<FlightOutcome>),
-    /// This request starts the scoring: it holds the slot, must start it and report
-    /// through [`Finish`] (see `FlightGuard` in `routes::search`); its own outcome
-    /// arrives on the receiver like a joiner's.
-    Lead(ScoringSlot, oneshot::Receiver<FlightOutcome>),
+    /// A scoring for this key runs (owned by the Cache actor); its outcome arrives
+    /// on `outcome`. `led` is true when this request's lookup started it (a miss),
+    /// false when it joined one already running.
+    Wait {
+        led: bool,
+        outcome: oneshot::Receiver<FlightOutcome>,
+    },
     /// A miss with every scorer slot taken: 503.
     Busy,
 }
 
-/// Decide a search's path at gate 5 (see [`Admission`]).
-pub struct Admit(pub CacheKey);
-
-impl Message for Admit {
-    type Result = Admission;
+/// Decide a search's path at gate 5 (see [`Answer`]): `snapshot` is what a leader
+/// scores over (its fingerprint is `key.fingerprint`); `admission` is the request's
+/// admission permit, released at once unless this lookup leads a scoring.
+pub struct Lookup {
+    pub key: CacheKey,
+    pub snapshot: Arc<Snapshot>,
+    pub admission: OwnedSemaphorePermit,
 }
 
-/// A flight ended: store a success in the LRU, tell every waiter, forget the key.
-pub struct Finish(pub CacheKey, pub FlightOutcome);
-
-impl Message for Finish {
-    type Result = ();
+impl Message for Lookup {
+    type Result = Answer;
 }
 
 /// (LRU entries, keys being scored, requests waiting on them), for metrics and tests.
@@ -80,19 +96,45 @@ impl Message for Stats {
     type Result = CacheStats;
 }
 
+/// The actor. Build it with [`Cache::new`] and start it on an actix arbiter.
 pub struct Cache {
     lru: LruCache<CacheKey, Arc<SearchResult>>,
+    /// The waiters of each key being scored now; an entry exists exactly while its
+    /// scoring future runs in this actor's context.
     flights: HashMap<CacheKey, Vec<oneshot::Sender<FlightOutcome>>>,
     scorers: ScorerPool,
+    /// Rows a scoring keeps (`SEARCH_RESULT_LIMIT`).
+    result_limit: usize,
+    /// Observes each scoring's duration, in seconds.
+    scoring_seconds: Histogram,
 }
 
 impl Cache {
-    /// An empty cache of `capacity` entries (at least 1) admitting into `scorers`.
-    pub fn new(capacity: usize, scorers: ScorerPool) -> Self {
+    /// An empty cache of `capacity` entries (at least 1) that scores misses in
+    /// `scorers`, keeping `result_limit` rows each.
+    pub fn new(
+        capacity: usize,
+        scorers: ScorerPool,
+        result_limit: usize,
+        scoring_seconds: Histogram,
+    ) -> Self {
         Self {
             lru: LruCache::new(capacity.max(1)),
             flights: HashMap::new(),
             scorers,
+            result_limit,
+            scoring_seconds,
+        }
+    }
+
+    /// A flight ended: store a success in the LRU, tell every waiter, forget the key.
+    fn finish(&mut self, key: CacheKey, outcome: FlightOutcome) {
+        if let Ok(result) = &outcome {
+            self.lru.insert(key.clone(), result.clone());
+        }
+        for waiter in self.flights.remove(&key).unwrap_or_default() {
+            // A waiter whose client went away dropped its receiver; nothing to do.
+            let _ = waiter.send(outcome.clone());
         }
     }
 }
@@ -101,12 +143,17 @@ impl Actor for Cache {
     type Context = Context<Self>;
 }
 
-impl Handler<Admit> for Cache {
-    type Result = MessageResult<Admit>;
+impl Handler<Lookup> for Cache {
+    type Result = MessageResult<Lookup>;
 
-    fn handle(&mut self, Admit(key): Admit, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Lookup, ctx: &mut Self::Context) -> Self::Result {
+        let Lookup {
+            key,
+            snapshot,
+            admission,
+        } = msg;
         if let Some(result) = self.lru.get(&key) {
-            return MessageResult(Admission::Hit(result.clone()));
+            return MessageResult(Answer::Hit(result.clone()));
         }
         if let Some(waiters) = self.flights.get_mut(&key) {
             // Forget joiners whose clients went away, so a long scoring under a
@@ -114,28 +161,38 @@ impl Handler<Admit> for Cache {
             waiters.retain(|w| !w.is_closed());
             let (tx, rx) = oneshot::channel();
             waiters.push(tx);
-            return MessageResult(Admission::Join(rx));
+            return MessageResult(Answer::Wait {
+                led: false,
+                outcome: rx,
+            });
         }
         let Ok(slot) = self.scorers.try_acquire() else {
-            return MessageResult(Admission::Busy);
+            return MessageResult(Answer::Busy);
         };
         let (tx, rx) = oneshot::channel();
-        self.flights.insert(key, vec![tx]);
-        MessageResult(Admission::Lead(slot, rx))
-    }
-}
-
-impl Handler<Finish> for Cache {
-    type Result = ();
-
-    fn handle(&mut self, Finish(key, outcome): Finish, _: &mut Self::Context) {
-        if let Ok(result) = &outcome {
-            self.lru.insert(key.clone(), result.clone());
-        }
-        for waiter in self.flights.remove(&key).unwrap_or_default() {
-            // A waiter whose client went away dropped its receiver; nothing to do.
-            let _ = waiter.send(outcome.clone());
-        }
+        self.flights.insert(key.clone(), vec![tx]);
+        let scoring = self
+            .scorers
+            .score(slot, key.match_copy.clone(), snapshot, self.result_limit);
+        let timer = self.scoring_seconds.start_timer();
+        let flight = async move {
+            let scored = scoring.await;
+            timer.observe_duration();
+            drop(admission);
+            scored.map_err(|e| {
+                tracing::error!(error = %e, "scoring failed");
+                ScoringFailed
+            })
+        };
+        ctx.spawn(
+            flight
+                .into_actor(self)
+                .map(move |outcome, cache, _| cache.finish(key, outcome)),
+        );
+        MessageResult(Answer::Wait {
+            led: true,
+            outcome: rx,
+        })
     }
 }
 

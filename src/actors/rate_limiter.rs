@@ -1,46 +1,77 @@
-//! The RateLimiter actor: owns the write connection and runs the two-window budget
-//! transaction (gates 3/4) one request at a time.
+//! The RateLimiter actor: owns the SQLite write connection of the budget counters
+//! and runs each budget transaction (gates 3/4, the publish budget, PIN failures)
+//! one at a time.
 //!
 //! It is a one-thread `SyncArbiter` actor because SQLite calls block; one thread is
 //! also what serializes the transactions, so `BEGIN IMMEDIATE` never waits on a
-//! sibling of its own.
+//! sibling of its own. Handlers reach it through [`crate::budget::store::BudgetStore`],
+//! which hides whether the counters live here or in Redis.
+
+use std::sync::Arc;
 
 use actix::{Actor, Handler, Message, SyncContext};
 use rusqlite::{Connection, TransactionBehavior};
 
+use crate::budget::{sqlite, BucketKeys, Budget, Decision};
 use crate::db::DbError;
-use crate::search::budget::{self, Limits};
-use crate::search::client_ip::BucketKeys;
 
-/// Spend one request from both windows of `keys` at `now` (unix seconds).
+/// Spend one request from every window of `budget` for `keys` at `now` (unix
+/// seconds): both-or-neither.
 #[derive(Debug)]
 pub struct Spend {
+    pub budget: Arc<Budget>,
     pub keys: BucketKeys,
     pub now: i64,
 }
 
 impl Message for Spend {
-    type Result = Result<budget::Spend, DbError>;
+    type Result = Result<Decision, DbError>;
 }
 
-/// Delete counter rows of windows that ended at least an hour before `now`.
+/// Read the counts of `keys` at `now` without changing them.
+#[derive(Debug)]
+pub struct Peek {
+    pub budget: Arc<Budget>,
+    pub keys: BucketKeys,
+    pub now: i64,
+}
+
+impl Message for Peek {
+    type Result = Result<Vec<i64>, DbError>;
+}
+
+/// Count one event in every window of `keys` at `now`, whatever the limits.
+#[derive(Debug)]
+pub struct Record {
+    pub budget: Arc<Budget>,
+    pub keys: BucketKeys,
+    pub now: i64,
+}
+
+impl Message for Record {
+    type Result = Result<Vec<i64>, DbError>;
+}
+
+/// Delete counter rows whose window started at least `horizon` seconds before `now`.
 #[derive(Debug)]
 pub struct Sweep {
     pub now: i64,
+    pub horizon: i64,
 }
 
 impl Message for Sweep {
     type Result = Result<usize, DbError>;
 }
 
+/// The actor; see the module docs.
 pub struct RateLimiter {
     conn: Connection,
-    limits: Limits,
 }
 
 impl RateLimiter {
-    pub fn new(conn: Connection, limits: Limits) -> Self {
-        Self { conn, limits }
+    /// Takes the (migrated) write connection.
+    pub fn new(conn: Connection) -> Self {
+        Self { conn }
     }
 }
 
@@ -49,19 +80,40 @@ impl Actor for RateLimiter {
 }
 
 impl Handler<Spend> for RateLimiter {
-    type Result = Result<budget::Spend, DbError>;
+    type Result = Result<Decision, DbError>;
 
     fn handle(&mut self, msg: Spend, _: &mut Self::Context) -> Self::Result {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let outcome = budget::spend(&tx, &msg.keys, self.limits, msg.now)?;
-        match outcome {
-            budget::Spend::Admitted { .. } => tx.commit()?,
-            // A refusal leaves neither counter changed.
-            budget::Spend::Refused { .. } => tx.rollback()?,
+        let decision = sqlite::spend(&tx, &msg.budget, &msg.keys, msg.now)?;
+        match decision {
+            Decision::Admitted(_) => tx.commit()?,
+            // A refusal leaves every counter as it was.
+            Decision::Refused { .. } => tx.rollback()?,
         }
-        Ok(outcome)
+        Ok(decision)
+    }
+}
+
+impl Handler<Peek> for RateLimiter {
+    type Result = Result<Vec<i64>, DbError>;
+
+    fn handle(&mut self, msg: Peek, _: &mut Self::Context) -> Self::Result {
+        Ok(sqlite::peek(&self.conn, &msg.budget, &msg.keys, msg.now)?)
+    }
+}
+
+impl Handler<Record> for RateLimiter {
+    type Result = Result<Vec<i64>, DbError>;
+
+    fn handle(&mut self, msg: Record, _: &mut Self::Context) -> Self::Result {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let counts = sqlite::record(&tx, &msg.budget, &msg.keys, msg.now)?;
+        tx.commit()?;
+        Ok(counts)
     }
 }
 
@@ -72,7 +124,7 @@ impl Handler<Sweep> for RateLimiter {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let deleted = budget::sweep(&tx, msg.now)?;
+        let deleted = sqlite::sweep(&tx, msg.now, msg.horizon)?;
         tx.commit()?;
         Ok(deleted)
     }

@@ -9,10 +9,10 @@
 //! `SEARCH_CONCURRENCY` scorings at once, and no slot is ever leaked.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use actix::{Actor, Addr, Handler, Message, SyncArbiter, SyncContext};
+use prometheus::IntCounter;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::search::corpus::Snapshot;
@@ -95,20 +95,18 @@ pub struct ScorerPool {
     addr: Addr<Scorer>,
     permits: Arc<Semaphore>,
     size: usize,
-    counts: Arc<SlotCounts>,
-}
-
-/// Totals since start: slots taken, and misses that found every slot busy.
-#[derive(Debug, Default)]
-pub struct SlotCounts {
-    pub acquired: AtomicU64,
-    pub refused: AtomicU64,
+    /// Counts slots taken (`acquired`) and misses that found none (`refused`).
+    acquired: IntCounter,
+    refused: IntCounter,
 }
 
 impl ScorerPool {
-    /// Starts `size` scorer threads (call inside a running actix System).
+    /// Starts `size` scorer threads (call inside a running actix System); counts
+    /// each slot taken in `acquired` and each refusal in `refused`.
     pub fn start(
         size: usize,
+        acquired: IntCounter,
+        refused: IntCounter,
         #[cfg(feature = "fault-injection")] hook: Option<ScoringHook>,
     ) -> Self {
         let addr = SyncArbiter::start(size, move || Scorer {
@@ -119,48 +117,39 @@ impl ScorerPool {
             addr,
             permits: Arc::new(Semaphore::new(size)),
             size,
-            counts: Arc::default(),
+            acquired,
+            refused,
         }
     }
 
     /// Takes a free slot now, or answers [`Busy`]; never waits.
     pub fn try_acquire(&self) -> Result<ScoringSlot, Busy> {
         let acquired = self.permits.clone().try_acquire_owned();
-        let counter = match acquired {
-            Ok(_) => &self.counts.acquired,
-            Err(_) => &self.counts.refused,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        match acquired {
+            Ok(_) => self.acquired.inc(),
+            Err(_) => self.refused.inc(),
+        }
         acquired
             .map(|p| ScoringSlot { _permit: p })
             .map_err(|_| Busy)
     }
 
-    /// (slots taken, misses refused as busy) since start.
-    pub fn counts(&self) -> (u64, u64) {
-        (
-            self.counts.acquired.load(Ordering::Relaxed),
-            self.counts.refused.load(Ordering::Relaxed),
-        )
-    }
-
     /// Scores in the slot's actor. The slot is released when scoring ends, even if
-    /// the returned future is dropped first.
-    pub async fn score(
+    /// the returned future is dropped first. The future borrows nothing from the pool.
+    pub fn score(
         &self,
         slot: ScoringSlot,
         query: String,
         snapshot: Arc<Snapshot>,
         limit: usize,
-    ) -> Result<Arc<SearchResult>, ScoreError> {
-        self.addr
-            .send(Score {
-                slot,
-                query,
-                snapshot,
-                limit,
-            })
-            .await?
+    ) -> impl std::future::Future<Output = Result<Arc<SearchResult>, ScoreError>> + 'static {
+        let sent = self.addr.send(Score {
+            slot,
+            query,
+            snapshot,
+            limit,
+        });
+        async move { sent.await? }
     }
 
     /// Slots in use now.

@@ -7,7 +7,6 @@
 
 pub mod migrations;
 pub mod pages;
-pub mod pin_failures;
 
 use std::path::Path;
 use std::time::Duration;
@@ -35,6 +34,21 @@ pub enum DbError {
     },
 }
 
+impl DbError {
+    /// Whether another connection held the lock past [`BUSY_TIMEOUT`]
+    /// (`SQLITE_BUSY` or `SQLITE_LOCKED`): the write may succeed when retried.
+    pub fn is_busy(&self) -> bool {
+        matches!(
+            self,
+            DbError::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                )
+        )
+    }
+}
+
 /// Opens `path` (creating parent folders), in WAL mode with [`BUSY_TIMEOUT`] set.
 ///
 /// Errors: the folder cannot be created, or SQLite cannot open the file.
@@ -49,6 +63,16 @@ pub fn open(path: &Path) -> Result<Connection, DbError> {
     configure(&conn)?;
     // WAL is a property of the file: set once, every later connection inherits it.
     conn.pragma_update(None, "journal_mode", "WAL")?;
+    Ok(conn)
+}
+
+/// [`open`], then every migration not yet applied: the one way the service, the
+/// CLI and the tests get a usable database.
+///
+/// Errors: as [`open`], or a migration failed.
+pub fn open_migrated(path: &Path) -> Result<Connection, DbError> {
+    let mut conn = open(path)?;
+    migrations::run(&mut conn)?;
     Ok(conn)
 }
 
@@ -130,7 +154,6 @@ pub fn ping(conn: &Connection) -> rusqlite::Result<()> {
 #[cfg(test)]
 pub(crate) fn temp_db() -> (tempfile::TempDir, Connection) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut conn = open(&dir.path().join("test.sqlite3")).expect("open");
-    migrations::run(&mut conn).expect("migrations");
+    let conn = open_migrated(&dir.path().join("test.sqlite3")).expect("open");
     (dir, conn)
 }

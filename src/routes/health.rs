@@ -3,7 +3,7 @@
 use actix_web::{web, HttpResponse};
 
 use crate::db;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 pub async fn healthz(state: web::Data<AppState>) -> HttpResponse {
     match db::with_conn(&state.pool, |c| db::ping(c)).await {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::db::{self, pages};
 use crate::domain::PageSlug;
 use crate::routes::{error_page, render};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::templates::format_time;
 
 /// Rows on one ledger page.

@@ -3,14 +3,14 @@
 use actix_web::{web, HttpResponse};
 
 use crate::actors::cache::Stats;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Sets the gauges from the live state, then encodes every metric.
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     let m = &state.metrics;
     m.slots_busy.set(state.scorers.busy() as i64);
     m.in_flight
-        .set((state.search.max_in_flight - state.admission.available_permits()) as i64);
+        .set((state.search_settings.max_in_flight - state.admission.available_permits()) as i64);
     if let Ok(stats) = state.cache.send(Stats).await {
         m.cache_entries.set(stats.entries as i64);
     }

@@ -5,6 +5,7 @@ pub mod assets;
 pub mod health;
 pub mod ledger;
 pub mod metrics;
+pub mod problem;
 pub mod search;
 pub mod security_headers;
 pub mod theme;
@@ -16,7 +17,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
 use crate::search::client_ip::{self, ClientIp, TrustedProxies};
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Gate 2 (SPEC §5) on this request: the socket peer, or the client a trusted proxy
 /// names in `X-Forwarded-For`. Search budgets and PIN failures both count per this.

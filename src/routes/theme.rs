@@ -7,7 +7,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
 use crate::routes::error_page;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// The themes the stylesheet has; `auto` forgets the choice and follows the
 /// system's `prefers-color-scheme`.

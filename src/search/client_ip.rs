@@ -1,8 +1,9 @@
 //! Gate 2 — identity (SPEC §5): who is this search request from, and which rate
 //! buckets does it spend?
 //!
-//! `resolve(peer, forwarded_for, trusted)` picks the client address; `ClientIp::bucket_keys`
-//! turns it into the two hashed keys gates 3/4 count against. Pure: no I/O, no clock.
+//! `resolve(peer, forwarded_for, trusted)` picks the client address; its `Display`
+//! text is what [`crate::budget::Budget::keys`] hashes into the keys gates 3/4 count
+//! against. Pure: no I/O, no clock.
 //!
 //! Only hops appended by our own proxies can be believed, so `X-Forwarded-For` is read
 //! from the right and only while the hops are trusted; everything further left was
@@ -14,7 +15,6 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
-use sha2::{Digest, Sha256};
 
 /// Parsed `TRUSTED_PROXY_CIDRS` (SPEC §2): comma-separated CIDRs such as
 /// `10.0.0.0/8, 2001:db8::/32`; a bare IP means /32 (IPv4) or /128 (IPv6); the empty
@@ -130,15 +130,6 @@ impl ClientIp {
             IpAddr::V6(v6) => ClientIp::V6(Ipv6Net::new_assert(v6, 64).trunc()),
         }
     }
-
-    /// The two rate-limit bucket keys for this client, hashed from its `Display` text.
-    pub fn bucket_keys(&self) -> BucketKeys {
-        let ip = self.to_string();
-        BucketKeys {
-            minute: sha256_hex("search-ip-min:", &ip),
-            hour: sha256_hex("search-ip-hour:", &ip),
-        }
-    }
 }
 
 impl fmt::Display for ClientIp {
@@ -150,32 +141,6 @@ impl fmt::Display for ClientIp {
             ClientIp::V6(net) => net.fmt(f),
         }
     }
-}
-
-/// Hex SHA-256 bucket keys for one client, 64 lowercase hex chars each:
-/// `minute = hex(SHA-256("search-ip-min:" + ip))`, `hour = hex(SHA-256("search-ip-hour:" + ip))`
-/// where `ip` is the client's `Display` text. The raw address never leaves this module
-/// in a key, so the counters table holds no IP addresses.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct BucketKeys {
-    /// Key of the 60 s window counter.
-    pub minute: String,
-    /// Key of the 3600 s window counter.
-    pub hour: String,
-}
-
-impl BucketKeys {
-    /// The first 12 hex chars of the minute key: the only form logs may show.
-    pub fn log_prefix(&self) -> &str {
-        &self.minute[..12]
-    }
-}
-
-fn sha256_hex(domain: &str, ip: &str) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(domain.as_bytes());
-    hasher.update(ip.as_bytes());
-    hex::encode(hasher.finalize())
 }
 
 /// Gate 2: the client behind `peer`, the socket peer address.
@@ -351,8 +316,8 @@ mod tests {
         let b = ClientIp::from_addr(ip("2001:db8:1:2:ffff:ffff:ffff:ffff"));
         let other = ClientIp::from_addr(ip("2001:db8:1:3::1"));
         assert_eq!(a, b);
-        assert_eq!(a.bucket_keys(), b.bucket_keys());
-        assert_ne!(a.bucket_keys(), other.bucket_keys());
+        assert_eq!(a.to_string(), b.to_string());
+        assert_ne!(a, other);
         match a {
             ClientIp::V6(net) => {
                 assert_eq!(net.prefix_len(), 64);
@@ -370,32 +335,6 @@ mod tests {
             "2001:db8:1:2::/64"
         );
         assert_eq!(ClientIp::from_addr(ip("::1")).to_string(), "::/64");
-    }
-
-    #[test]
-    fn bucket_keys_are_sha256_of_the_prefixed_ip_text() {
-        // Expected values from `printf 'search-ip-min:1.2.3.4' | sha256sum` and friends.
-        let v4 = ClientIp::from_addr(ip("1.2.3.4")).bucket_keys();
-        assert_eq!(
-            v4.minute,
-            "a19a06b13e1036d34d55b64373806541b150e2cfec384dbb60fa4ad4c780617d"
-        );
-        assert_eq!(
-            v4.hour,
-            "803d4bc0b70d3a7318bd39459caee98a50472df86db252de5c96fa4651c9bb5d"
-        );
-        let v6 = ClientIp::from_addr(ip("2001:db8:1:2::42")).bucket_keys();
-        assert_eq!(
-            v6.minute,
-            "9d96ff43f90188a68e10aeb8608c313a9ff830d076d84b55b1cc1a8a7a47e997"
-        );
-    }
-
-    #[test]
-    fn log_prefix_is_the_first_twelve_hex_chars_of_the_minute_key() {
-        let keys = ClientIp::from_addr(ip("1.2.3.4")).bucket_keys();
-        assert_eq!(keys.log_prefix(), "a19a06b13e10");
-        assert!(keys.minute.starts_with(keys.log_prefix()));
     }
 
     #[test]

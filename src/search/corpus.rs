@@ -6,10 +6,10 @@
 //! *is* what a fresh fetch would return, so a request costs the same on 10 pages or
 //! 100,000; when it moved, one request rebuilds while the others wait for it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use deadpool_sqlite::Pool;
+use prometheus::IntCounter;
 use sha2::{Digest, Sha256};
 
 use crate::db::{self, pages, pages::Candidate, DbError};
@@ -28,11 +28,6 @@ impl Fingerprint {
             hasher.update(c.version.to_be_bytes());
         }
         Self(hasher.finalize().into())
-    }
-
-    /// Lowercase hex, 64 chars.
-    pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
     }
 }
 
@@ -82,22 +77,20 @@ pub struct Corpus {
     pool: Pool,
     current: RwLock<Arc<Snapshot>>,
     rebuild: tokio::sync::Mutex<()>,
-    fetches: AtomicU64,
+    /// Counts [`Corpus::current`] calls (candidate fetches of searches).
+    fetches: IntCounter,
 }
 
 impl Corpus {
-    pub fn new(pool: Pool) -> Self {
+    /// An empty snapshot (generation -1) over `pool`; `fetches` counts the
+    /// candidate fetches of searches.
+    pub fn new(pool: Pool, fetches: IntCounter) -> Self {
         Self {
             pool,
             current: RwLock::new(Arc::new(Snapshot::build(-1, Vec::new()))),
             rebuild: tokio::sync::Mutex::new(()),
-            fetches: AtomicU64::new(0),
+            fetches,
         }
-    }
-
-    /// Candidate fetches made for searches so far ([`Corpus::current`] calls).
-    pub fn fetches(&self) -> u64 {
-        self.fetches.load(Ordering::Relaxed)
     }
 
     /// Builds the snapshot ahead of the first search; not counted as a fetch.
@@ -110,7 +103,7 @@ impl Corpus {
     ///
     /// Errors: the database could not be read.
     pub async fn current(&self) -> Result<Arc<Snapshot>, DbError> {
-        self.fetches.fetch_add(1, Ordering::Relaxed);
+        self.fetches.inc();
         self.refresh().await
     }
 

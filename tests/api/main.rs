@@ -11,6 +11,7 @@ mod errors;
 mod lifecycle;
 mod openapi;
 mod pins;
+mod publish_budget;
 mod read;
 mod search_effects;
 mod update;

@@ -13,8 +13,9 @@ use actix_web::web;
 use agent_pages::clock::ManualClock;
 use agent_pages::configuration::Settings;
 use agent_pages::search::client_ip::ClientIp;
-use agent_pages::startup::{AppState, Application};
-use rusqlite::Connection;
+use agent_pages::startup::Application;
+use agent_pages::state::AppState;
+use rusqlite::{Connection, OptionalExtension};
 
 /// A unix time on an hour boundary, so minute and hour windows start together.
 pub const T0: i64 = 1_800_000_000;
@@ -127,8 +128,7 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("nested").join("agent-pages.sqlite3");
     {
-        let mut conn = agent_pages::db::open(&db_path).unwrap();
-        agent_pages::db::migrations::run(&mut conn).unwrap();
+        let mut conn = agent_pages::db::open_migrated(&db_path).unwrap();
         agent_pages::import::import(&mut conn, PAGES.as_bytes(), None, T0 - 100).unwrap();
     }
     let clock = ManualClock::new(T0);
@@ -278,19 +278,26 @@ impl TestApp {
             .unwrap()
     }
 
-    /// (minute, hour) counters of `client` as stored in SQLite (0 when no row).
+    /// (minute, hour) search counters of `client` as stored in SQLite (0 when there
+    /// is no row; any SQL error fails the test).
     pub fn counters(&self, client: &str) -> (i64, i64) {
-        let keys = ClientIp::from_addr(client.parse().unwrap()).bucket_keys();
+        let keys = self
+            .state
+            .budgets
+            .search
+            .keys(&ClientIp::from_addr(client.parse().unwrap()));
         let conn = self.conn();
-        let read = |bucket: &str| {
+        let read = |bucket: &str| -> i64 {
             conn.query_row(
                 "SELECT count FROM rate_limit_counters WHERE bucket = ?1",
                 [bucket],
                 |r| r.get(0),
             )
+            .optional()
+            .expect("reading rate_limit_counters")
             .unwrap_or(0)
         };
-        (read(&keys.minute), read(&keys.hour))
+        (read(&keys.0[0]), read(&keys.0[1]))
     }
 
     /// A separate connection, as another process would have.
@@ -298,15 +305,85 @@ impl TestApp {
         agent_pages::db::open(&self.db_path).unwrap()
     }
 
-    /// Candidate fetches and (slots taken, slots refused) so far.
-    pub fn work(&self) -> (u64, (u64, u64)) {
-        (self.state.corpus.fetches(), self.state.scorers.counts())
+    /// Candidate fetches and (slots taken, slots refused) so far, read from
+    /// `/metrics` as an operator would.
+    pub async fn work(&self) -> (u64, (u64, u64)) {
+        let m = self.metric_values().await;
+        let get = |name: &str| {
+            m.get(name)
+                .copied()
+                .unwrap_or_else(|| panic!("{name} missing")) as u64
+        };
+        (
+            get("agent_pages_search_candidate_fetches_total"),
+            (
+                get("agent_pages_search_scorer_slots_acquired_total"),
+                get("agent_pages_search_scorer_slots_refused_total"),
+            ),
+        )
+    }
+
+    /// Polls [`TestApp::work`] until `condition` holds; fails the test after 30 s.
+    pub async fn wait_work(&self, condition: impl Fn((u64, (u64, u64))) -> bool) {
+        for _ in 0..3000 {
+            if condition(self.work().await) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("work never reached the condition: {:?}", self.work().await);
+    }
+
+    /// Every unlabelled sample of `/metrics`, and each search outcome counter as
+    /// `agent_pages_search_requests_total{outcome="…"}`.
+    pub async fn metric_values(&self) -> std::collections::HashMap<String, f64> {
+        let text = self.metrics().await;
+        let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
+            .expect("metrics parse");
+        scrape
+            .samples
+            .into_iter()
+            .filter_map(|s| {
+                let value = match s.value {
+                    prometheus_parse::Value::Counter(v)
+                    | prometheus_parse::Value::Gauge(v)
+                    | prometheus_parse::Value::Untyped(v) => v,
+                    _ => return None,
+                };
+                let name = match s.labels.get("outcome") {
+                    Some(o) => format!("{}{{outcome=\"{o}\"}}", s.metric),
+                    None => s.metric,
+                };
+                Some((name, value))
+            })
+            .collect()
+    }
+
+    /// The count of search answers with `outcome` (a metric label such as `join`).
+    pub async fn outcome_count(&self, outcome: &str) -> u64 {
+        let m = self.metric_values().await;
+        m[&format!("agent_pages_search_requests_total{{outcome=\"{outcome}\"}}")] as u64
     }
 
     /// Waits until no scorer slot is held (a slot is released just after its
     /// scoring returns, on the scorer thread).
     pub async fn wait_slots_free(&self) {
         self.wait_until(|| self.state.scorers.busy() == 0).await;
+    }
+
+    /// Polls the async `condition` until it holds; fails the test after 30 s.
+    pub async fn wait_until_async<F, Fut>(&self, condition: F)
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        for _ in 0..3000 {
+            if condition().await {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("condition not reached in 30 s");
     }
 
     /// Polls `condition` until it holds; fails the test after 30 s.

@@ -9,15 +9,14 @@ use crate::helpers::{header, spawn_app, spawn_app_with, T0};
 async fn beyond_max_in_flight_searches_get_503_before_spending_any_budget() {
     let app = spawn_app_with(|s| {
         s.search.max_in_flight = 4;
-        s.search.concurrency = 1;
+        s.search.concurrency = 4;
     })
     .await;
-    // One slow scoring and three joiners hold the four admission permits.
+    // Four slow scorings hold the four admission permits until they end.
     let held: Vec<_> = (0..4)
-        .map(|i| app.spawn_search("block slow", &format!("198.51.100.{i}")))
+        .map(|i| app.spawn_search(&format!("block slow {i}"), &format!("198.51.100.{i}")))
         .collect();
-    app.faults.wait_blocked(1).await;
-    app.wait_waiters(4).await;
+    app.faults.wait_blocked(4).await;
 
     let burst: Vec<_> = (0..30)
         .map(|_| app.spawn_search_full("kubernetes", "192.0.2.200"))
@@ -49,6 +48,68 @@ async fn beyond_max_in_flight_searches_get_503_before_spending_any_budget() {
         metrics.contains("agent_pages_search_requests_total{outcome=\"503-admission\"} 31"),
         "{metrics}"
     );
+}
+
+#[actix_web::test]
+async fn joins_give_their_admission_permit_back_so_fifty_join_one_held_scoring() {
+    let app = spawn_app_with(|s| {
+        s.search.max_in_flight = 8;
+        s.search.concurrency = 1;
+    })
+    .await;
+    let leader = app.spawn_search_full("block shared", "198.51.100.200");
+    app.faults.wait_blocked(1).await;
+    let mut joiners = Vec::new();
+    for i in 0..50 {
+        joiners.push(app.spawn_search_full("block shared", &format!("198.51.101.{i}")));
+        // One after another: each has joined before the next is sent.
+        app.wait_waiters(i + 2).await;
+    }
+    let m = app.metric_values().await;
+    assert_eq!(
+        m["agent_pages_search_in_flight"], 1.0,
+        "only the leader holds a permit while 50 wait"
+    );
+    app.faults.open();
+    let first = leader.await.unwrap();
+    assert_eq!((first.0, first.1.as_str()), (200, "miss"));
+    let results =
+        |body: &str| serde_json::from_str::<serde_json::Value>(body).unwrap()["results"].clone();
+    for j in joiners {
+        let (status, cache, body) = j.await.unwrap();
+        assert_eq!((status, cache.as_str()), (200, "join"));
+        assert_eq!(results(&body), results(&first.2));
+    }
+    assert_eq!(app.outcome_count("join").await, 50);
+    assert_eq!(app.outcome_count("503-admission").await, 0);
+    assert_eq!(app.faults.scorings(), 1);
+}
+
+#[actix_web::test]
+async fn distinct_scorings_still_hold_the_ceiling_until_they_end() {
+    let app = spawn_app_with(|s| {
+        s.search.max_in_flight = 8;
+        s.search.concurrency = 8;
+    })
+    .await;
+    let leaders: Vec<_> = (0..8)
+        .map(|i| app.spawn_search(&format!("block distinct {i}"), &format!("198.51.100.{i}")))
+        .collect();
+    app.faults.wait_blocked(8).await;
+    let m = app.metric_values().await;
+    assert_eq!(m["agent_pages_search_in_flight"], 8.0);
+    let r = app.search("block distinct 0", "192.0.2.9").await;
+    assert_eq!(
+        r.status(),
+        503,
+        "even a would-be joiner is shed at the ceiling"
+    );
+    assert_eq!(app.counters("192.0.2.9"), (0, 0));
+    assert_eq!(app.outcome_count("503-admission").await, 1);
+    app.faults.open();
+    for l in leaders {
+        assert_eq!(l.await.unwrap(), 200);
+    }
 }
 
 #[actix_web::test]
@@ -85,7 +146,7 @@ async fn rate_limit_headers_show_the_quota_left_and_match_retry_after() {
 
 #[actix_web::test]
 async fn metrics_parse_as_prometheus_text_and_count_what_happened() {
-    let app = spawn_app_with(|s| s.search.rate_per_minute = 6).await;
+    let app = spawn_app_with(|s| s.search_budget.set_limit("minute", 6)).await;
     let client = "192.0.2.77";
     app.search_raw("q=", client).await; // 303
     app.search("k", client).await; // short

@@ -20,7 +20,7 @@ async fn the_21st_search_in_a_minute_is_429_and_the_hour_counter_reads_20() {
 
 #[actix_web::test]
 async fn with_the_hour_full_the_minute_counter_is_rolled_back() {
-    let app = spawn_app_with(|s| s.search.rate_per_hour = 3).await;
+    let app = spawn_app_with(|s| s.search_budget.set_limit("hour", 3)).await;
     let client = "192.0.2.30";
     for minute in 0..3 {
         app.clock.set(T0 + minute * 60);
@@ -35,11 +35,14 @@ async fn with_the_hour_full_the_minute_counter_is_rolled_back() {
         .conn()
         .query_row(
             "SELECT window_start, count FROM rate_limit_counters WHERE bucket = ?1",
-            [
-                agent_pages::search::client_ip::ClientIp::from_addr(client.parse().unwrap())
-                    .bucket_keys()
-                    .minute,
-            ],
+            [&app
+                .state
+                .budgets
+                .search
+                .keys(&agent_pages::search::client_ip::ClientIp::from_addr(
+                    client.parse().unwrap(),
+                ))
+                .0[0]],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
@@ -64,7 +67,7 @@ async fn fifty_concurrent_searches_against_a_budget_of_20_admit_exactly_20() {
 
 #[actix_web::test]
 async fn windows_reset_on_their_boundaries_and_retry_after_counts_down() {
-    let app = spawn_app_with(|s| s.search.rate_per_minute = 1).await;
+    let app = spawn_app_with(|s| s.search_budget.set_limit("minute", 1)).await;
     let client = "192.0.2.60";
     app.clock.set(T0 + 60);
     assert_eq!(app.search("vim", client).await.status(), 200);
@@ -79,4 +82,34 @@ async fn windows_reset_on_their_boundaries_and_retry_after_counts_down() {
     app.clock.set(T0 + 120);
     assert_eq!(app.search("vim", client).await.status(), 200);
     assert_eq!(app.counters(client), (1, 2));
+}
+
+#[actix_web::test]
+async fn a_day_window_added_in_configuration_alone_is_enforced_end_to_end() {
+    let app = spawn_app_with(|s| {
+        s.search_budget
+            .windows
+            .push(agent_pages::budget::FixedWindow::new("day", 86_400, 3));
+    })
+    .await;
+    let client = "192.0.2.88";
+    for hour in 0..3 {
+        app.clock.set(T0 + hour * 3600);
+        assert_eq!(app.search("redis", client).await.status(), 200);
+    }
+    app.clock.set(T0 + 3 * 3600 + 5);
+    let r = app.search("redis", client).await;
+    assert_eq!(r.status(), 429);
+    let day_left = 86_400 - (T0 + 3 * 3600 + 5) % 86_400;
+    assert_eq!(header(&r, "retry-after"), Some(&*day_left.to_string()));
+    assert_eq!(
+        header(&r, "ratelimit"),
+        Some(&*format!("\"day\";r=0;t={day_left}"))
+    );
+    assert_eq!(app.outcome_count("429-day").await, 1);
+    assert_eq!(
+        app.counters(client),
+        (1, 1),
+        "minute and hour rows unchanged"
+    );
 }

@@ -1,5 +1,6 @@
-//! Single flight: identical concurrent misses share one scoring, and every way it
-//! can end leaves no key stuck in flight.
+//! Single flight: identical concurrent misses share one scoring, owned by the Cache
+//! actor from its start to its end, so no caller that goes away (at any await point
+//! of its handler) can leave a key stuck in flight.
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -10,9 +11,37 @@ async fn one_slot() -> TestApp {
     spawn_app_with(|s| s.search.concurrency = 1).await
 }
 
+/// Sends a search and resets the connection at once (`SO_LINGER` 0, so the server
+/// sees an RST, as a client that crashed would send), dropping its handler wherever
+/// it then is.
+fn search_and_reset(address: &str, query: &str, client: &str) {
+    use std::os::fd::AsRawFd;
+    let stream = raw_search_at(address, query, client);
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a valid socket descriptor and a correctly sized `linger` value.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            std::ptr::addr_of!(linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "setsockopt SO_LINGER");
+    drop(stream);
+}
+
 /// Sends a search over a raw socket (so the test can hang up) and returns the socket.
 fn raw_search(app: &TestApp, query: &str, client: &str) -> TcpStream {
-    let addr = app.address.trim_start_matches("http://");
+    raw_search_at(&app.address, query, client)
+}
+
+fn raw_search_at(address: &str, query: &str, client: &str) -> TcpStream {
+    let addr = address.trim_start_matches("http://");
     let mut stream = TcpStream::connect(addr).unwrap();
     write!(
         stream,
@@ -54,7 +83,7 @@ async fn twenty_identical_concurrent_misses_run_one_scoring_and_all_get_200() {
         .iter()
         .all(|(_, _, body)| results(body) == results(&answers[0].2)));
     assert_eq!(app.faults.scorings(), 1);
-    assert_eq!(app.state.scorers.counts(), (1, 0), "joins take no slot");
+    assert_eq!(app.work().await.1, (1, 0), "joins take no slot");
     assert_eq!(app.cache_stats().await.flights, 0);
 }
 
@@ -143,4 +172,108 @@ async fn a_joiner_that_hangs_up_affects_only_itself() {
     assert_eq!((status, cache.as_str()), (200, "miss"));
     assert_eq!(app.cache_stats().await.flights, 0);
     app.wait_slots_free().await;
+}
+
+#[actix_web::test]
+async fn requests_reset_at_every_point_of_their_handler_leave_no_key_in_flight() {
+    // The hardening issue's input: bursts of identical new queries, each connection
+    // reset right after sending. Resets land before the budget, during the candidate
+    // fetch, while the lookup is queued for the Cache actor and while waiting on the
+    // flight; 40 rounds of 9 cover those points many times over.
+    let app = spawn_app_with(|s| {
+        s.search.concurrency = 2;
+        s.search.max_in_flight = 8;
+        s.search_budget.set_limit("minute", 10_000);
+        s.search_budget.set_limit("hour", 10_000);
+    })
+    .await;
+    let rounds = 40;
+    for round in 0..rounds {
+        // Off the runtime thread, which also runs the actors the handlers wait on.
+        let address = app.address.clone();
+        tokio::task::spawn_blocking(move || {
+            let query = format!("kubernetes+round+{round}");
+            for i in 0..9 {
+                search_and_reset(&address, &query, &format!("198.51.100.{i}"));
+            }
+        })
+        .await
+        .unwrap();
+    }
+    // Whatever was started finishes: no flight is left, no permit is held.
+    app.wait_until_async(|| async {
+        let stats = app.cache_stats().await;
+        stats.flights == 0
+            && app.state.admission.available_permits() == 8
+            && app.state.scorers.busy() == 0
+    })
+    .await;
+    // And every one of those keys answers the next identical search with a 200,
+    // scored now or found in the cache; none waits on a dead flight.
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(20))
+        .build()
+        .unwrap();
+    for round in 0..rounds {
+        let r = client
+            .get(format!("{}/search?q=kubernetes+round+{round}", app.address))
+            .header("X-Forwarded-For", "192.0.2.50")
+            .send()
+            .await
+            .expect("answered, not wedged");
+        assert_eq!(r.status(), 200, "round {round}");
+    }
+}
+
+#[actix_web::test]
+async fn a_lookup_whose_caller_is_gone_before_or_after_the_decision_leaves_no_flight() {
+    use agent_pages::actors::cache::{CacheKey, Lookup};
+    let app = one_slot().await;
+    let snapshot = app.state.corpus.current().await.unwrap();
+    let key = |q: &str| CacheKey {
+        match_copy: q.to_owned(),
+        fingerprint: snapshot.fingerprint,
+    };
+    let permit = || app.state.admission.clone().try_acquire_owned().unwrap();
+
+    // Dropped before the actor handled it: nothing is recorded, or the scoring runs.
+    drop(app.state.cache.send(Lookup {
+        key: key("block dropped before"),
+        snapshot: snapshot.clone(),
+        admission: permit(),
+    }));
+    // Dropped after the decision: the receiver is gone, the flight goes on.
+    let answer = app
+        .state
+        .cache
+        .send(Lookup {
+            key: key("block dropped after"),
+            snapshot: snapshot.clone(),
+            admission: permit(),
+        })
+        .await
+        .unwrap();
+    drop(answer);
+    app.faults.open();
+    app.wait_until_async(|| async { app.cache_stats().await.flights == 0 })
+        .await;
+    app.wait_slots_free().await;
+    let (status, cache, _) = app
+        .spawn_search_full("block dropped after", "198.51.100.9")
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, cache.as_str()),
+        (200, "hit"),
+        "the orphaned scoring stored its result"
+    );
+    let (status, ..) = app
+        .spawn_search_full("block dropped before", "198.51.100.9")
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(
+        app.state.admission.available_permits(),
+        app.state.search_settings.max_in_flight
+    );
 }

@@ -20,7 +20,7 @@ async fn missing_or_blank_q_redirects_home_and_spends_nothing() {
         assert_search_headers(&r);
     }
     assert_eq!(app.counters(CLIENT), (0, 0));
-    assert_eq!(app.work(), (0, (0, 0)));
+    assert_eq!(app.work().await, (0, (0, 0)));
 }
 
 #[actix_web::test]
@@ -33,7 +33,7 @@ async fn example_a_a_short_query_gets_guidance_and_spends_nothing() {
     let body = r.text().await.unwrap();
     assert!(body.contains("Enter at least 2 characters"), "{body}");
     assert_eq!(app.counters(CLIENT), (0, 0));
-    assert_eq!(app.work(), (0, (0, 0)));
+    assert_eq!(app.work().await, (0, (0, 0)));
 }
 
 #[actix_web::test]
@@ -55,7 +55,7 @@ async fn over_long_and_badly_encoded_queries_are_400_and_spend_nothing() {
         assert_search_headers(&r);
     }
     assert_eq!(app.counters(CLIENT), (0, 0));
-    assert_eq!(app.work(), (0, (0, 0)));
+    assert_eq!(app.work().await, (0, (0, 0)));
 }
 
 #[actix_web::test]
@@ -68,7 +68,7 @@ async fn example_b_and_c_a_miss_scores_then_the_same_search_hits_without_a_slot(
     let body = r.text().await.unwrap();
     assert!(body.contains("href=\"/p/kubernetes\""), "{body}");
     assert_eq!(app.counters(CLIENT), (1, 1));
-    assert_eq!(app.work(), (1, (1, 0)));
+    assert_eq!(app.work().await, (1, (1, 0)));
     assert_eq!(app.faults.scorings(), 1);
 
     let r = app.search("kubrenetes", CLIENT).await;
@@ -76,7 +76,7 @@ async fn example_b_and_c_a_miss_scores_then_the_same_search_hits_without_a_slot(
     assert_eq!(header(&r, "x-search-cache"), Some("hit"));
     assert_eq!(app.counters(CLIENT), (2, 2));
     assert_eq!(
-        app.work(),
+        app.work().await,
         (2, (1, 0)),
         "a hit fetches candidates but takes no slot"
     );
@@ -86,12 +86,12 @@ async fn example_b_and_c_a_miss_scores_then_the_same_search_hits_without_a_slot(
 
 #[actix_web::test]
 async fn example_d_a_full_burst_window_is_429_with_no_fetch_and_no_slot() {
-    let app = spawn_app_with(|s| s.search.rate_per_minute = 2).await;
+    let app = spawn_app_with(|s| s.search_budget.set_limit("minute", 2)).await;
     app.clock.set(crate::helpers::T0 + 17);
     for _ in 0..2 {
         assert_eq!(app.search("migration", CLIENT).await.status(), 200);
     }
-    let before = app.work();
+    let before = app.work().await;
     let r = app.search("migration", CLIENT).await;
     assert_eq!(r.status(), 429);
     assert_search_headers(&r);
@@ -101,7 +101,7 @@ async fn example_d_a_full_burst_window_is_429_with_no_fetch_and_no_slot() {
     assert!(body.contains("action=\"/search\""), "the form stays");
     assert!(body.contains("href=\"/\""), "a link to the ledger");
     assert_eq!(app.counters(CLIENT), (2, 2), "both counters unchanged");
-    assert_eq!(app.work(), before, "no candidate fetch, no slot");
+    assert_eq!(app.work().await, before, "no candidate fetch, no slot");
 }
 
 #[actix_web::test]
@@ -118,7 +118,7 @@ async fn example_e_a_miss_with_every_slot_busy_is_503_at_once_and_keeps_the_budg
     let body = r.text().await.unwrap();
     assert!(body.contains("action=\"/search\"") && body.contains("href=\"/\""));
     assert_eq!(app.counters(CLIENT), (1, 1), "the budget stays spent");
-    let (fetches, (acquired, refused)) = app.work();
+    let (fetches, (acquired, refused)) = app.work().await;
     assert_eq!(
         (fetches, acquired, refused),
         (3, 2, 1),
@@ -162,7 +162,7 @@ async fn example_f_a_scoring_panic_is_500_frees_its_slot_and_caches_nothing() {
 
 #[actix_web::test]
 async fn json_answers_carry_the_same_statuses_and_fields() {
-    let app = spawn_app_with(|s| s.search.rate_per_minute = 2).await;
+    let app = spawn_app_with(|s| s.search_budget.set_limit("minute", 2)).await;
     let (status, headers, body) = app.search_json("kubrenetes", CLIENT).await;
     assert_eq!(status, 200);
     assert_eq!(headers.get("x-search-cache").unwrap(), "miss");

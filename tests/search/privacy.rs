@@ -44,7 +44,7 @@ fn capture() -> &'static Capture {
 async fn a_unique_query_never_appears_in_captured_logs() {
     let logs = capture();
     let app = spawn_app_with(|s| {
-        s.search.rate_per_minute = 3;
+        s.search_budget.set_limit("minute", 3);
         s.search.concurrency = 1;
     })
     .await;

@@ -10,7 +10,7 @@ use crate::helpers::spawn_app_with;
 async fn distinct_concurrent_misses_never_run_more_than_the_slots_and_never_queue() {
     let app = spawn_app_with(|s| {
         s.search.concurrency = 2;
-        s.search.rate_per_minute = 100;
+        s.search_budget.set_limit("minute", 100);
     })
     .await;
     let handles: Vec<_> = (0..12)
@@ -18,7 +18,7 @@ async fn distinct_concurrent_misses_never_run_more_than_the_slots_and_never_queu
         .collect();
     app.faults.wait_blocked(2).await;
     // While two scorings hold both slots, the other ten are refused, not queued.
-    app.wait_until(|| app.state.scorers.counts().1 == 10).await;
+    app.wait_work(|(_, (_, refused))| refused == 10).await;
     app.faults.open();
     let mut statuses = Vec::new();
     for h in handles {
@@ -26,7 +26,7 @@ async fn distinct_concurrent_misses_never_run_more_than_the_slots_and_never_queu
     }
     statuses.sort();
     assert_eq!(statuses, [[200; 2].as_slice(), &[503; 10]].concat());
-    assert_eq!(app.state.scorers.counts(), (2, 10));
+    assert_eq!(app.work().await.1, (2, 10));
     assert_eq!(app.faults.max_active(), 2);
     app.wait_slots_free().await;
 }

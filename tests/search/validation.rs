@@ -27,7 +27,7 @@ async fn the_gate_1_table_holds_over_http() {
         assert_eq!(header(&r, "x-search-cache"), None, "{raw}");
     }
     assert_eq!(app.counters(CLIENT), (0, 0), "gate 1 spends nothing");
-    assert_eq!(app.work(), (0, (0, 0)));
+    assert_eq!(app.work().await, (0, (0, 0)));
 }
 
 #[actix_web::test]

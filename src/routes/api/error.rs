@@ -5,8 +5,6 @@
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::db::DbError;
 use crate::domain::PageFieldError;
@@ -52,6 +50,20 @@ pub enum ApiError {
     /// This client had too many wrong PINs this hour; `retry_after` is in seconds.
     #[error("too many wrong PINs from this client: try again in {retry_after} seconds")]
     TooManyPinFailures { retry_after: i64 },
+    /// This client's publish budget has a full window (`window`); `retry_after` is in
+    /// seconds; `policy` and `state` are the `RateLimit-Policy` and `RateLimit` values.
+    #[error(
+        "too many page writes from this client this {window}: try again in {retry_after} seconds"
+    )]
+    PublishRateLimited {
+        window: String,
+        retry_after: i64,
+        policy: String,
+        state: String,
+    },
+    /// The budget store did not answer in time: try again in a second.
+    #[error("the request budget cannot be checked right now: try again in a second")]
+    BudgetUnavailable,
     /// Anything else: a database or worker failure. The cause is logged only.
     #[error("something went wrong on our side; please try again")]
     Internal(#[source] anyhow::Error),
@@ -74,7 +86,7 @@ const fn kind(status: StatusCode, problem_type: &'static str, title: &'static st
 }
 
 /// Every kind the API answers with, in the order the docs list them.
-pub const KINDS: [Kind; 12] = [
+pub const KINDS: [Kind; 14] = [
     kind(
         StatusCode::BAD_REQUEST,
         "/problems/validation",
@@ -119,6 +131,16 @@ pub const KINDS: [Kind; 12] = [
         "Too many wrong PINs",
     ),
     kind(
+        StatusCode::TOO_MANY_REQUESTS,
+        "/problems/publish-rate-limited",
+        "Too many page writes",
+    ),
+    kind(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/problems/budget-unavailable",
+        "Budget unavailable",
+    ),
+    kind(
         StatusCode::INTERNAL_SERVER_ERROR,
         "/problems/internal",
         "Internal error",
@@ -140,7 +162,9 @@ impl ApiError {
             ApiError::WrongPin => 8,
             ApiError::PageLocked => 9,
             ApiError::TooManyPinFailures { .. } => 10,
-            ApiError::Internal(_) => 11,
+            ApiError::PublishRateLimited { .. } => 11,
+            ApiError::BudgetUnavailable => 12,
+            ApiError::Internal(_) => 13,
         }]
     }
 
@@ -187,25 +211,7 @@ impl From<DbError> for ApiError {
     }
 }
 
-/// An RFC 9457 problem document, as every API error is answered.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Problem {
-    /// Stable per kind, e.g. `/problems/wrong-pin`: match on this, not on `detail`.
-    #[serde(rename = "type")]
-    pub problem_type: String,
-    /// Short summary of the kind.
-    pub title: String,
-    /// The HTTP status code.
-    pub status: u16,
-    /// What went wrong with this request, naming the field when there is one.
-    pub detail: String,
-    /// The JSON field, query parameter or header at fault (`title`, `X-Page-Pin`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-    /// Seconds until the client may try again (also in the `Retry-After` header).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retry_after: Option<i64>,
-}
+pub use crate::routes::problem::Problem;
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
@@ -218,25 +224,25 @@ impl ResponseError for ApiError {
         }
         let kind = self.kind();
         let retry_after = match self {
-            ApiError::TooManyPinFailures { retry_after } => Some((*retry_after).max(1)),
+            ApiError::TooManyPinFailures { retry_after }
+            | ApiError::PublishRateLimited { retry_after, .. } => Some((*retry_after).max(1)),
+            ApiError::BudgetUnavailable => Some(1),
             _ => None,
         };
         let problem = Problem {
-            problem_type: kind.problem_type.to_owned(),
-            title: kind.title.to_owned(),
-            status: kind.status.as_u16(),
-            detail: self.to_string(),
             field: self.field().map(str::to_owned),
             retry_after,
+            ..Problem::new(kind.status, kind.problem_type, kind.title, self.to_string())
         };
-        let mut response = HttpResponse::build(kind.status);
-        response.content_type("application/problem+json");
-        if let Some(seconds) = retry_after {
-            response.insert_header((header::RETRY_AFTER, seconds));
+        let mut response = problem.response();
+        if let ApiError::PublishRateLimited { policy, state, .. } = self {
+            super::publish_budget::insert_headers(&mut response, policy, state);
         }
         if let ApiError::MethodNotAllowed { allow } = self {
-            response.insert_header((header::ALLOW, *allow));
+            response
+                .headers_mut()
+                .insert(header::ALLOW, header::HeaderValue::from_static(allow));
         }
-        response.body(serde_json::to_string(&problem).expect("a problem serializes"))
+        response
     }
 }

@@ -10,6 +10,7 @@ pub mod body;
 pub mod error;
 pub mod openapi;
 pub mod pin_check;
+pub mod publish_budget;
 pub mod types;
 
 use actix_web::http::header;
@@ -18,7 +19,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::db::{self, pages};
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle};
 use crate::pin;
-use crate::startup::AppState;
+use crate::state::AppState;
 use error::{ApiError, Problem};
 use types::{
     CreatePage, Created, ListQuery, PageList, PageListItem, PageView, StateChanged, UpdatePage,
@@ -105,6 +106,10 @@ fn path_slug(slug: &str) -> Result<PageSlug, ApiError> {
         (status = 409, description = "The slug is taken", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 300 KiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "This client's publish budget is spent", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
+        (status = 503, description = "The request budget cannot be checked right now", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "1"))),
     )
 )]
 pub async fn create(
@@ -114,6 +119,7 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let input: CreatePage = body::read_json(&req, payload).await?;
     let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
+    let spent = publish_budget::spend(&state, &req).await?;
     let pin_hash = match input.pin {
         Some(pin) => Some(pin::hash_off_thread(pin).await?),
         None => None,
@@ -125,13 +131,15 @@ pub async fn create(
     .await?
     .map_err(|pages::CreateRefused::SlugTaken(slug)| ApiError::Conflict(slug.to_string()))?;
     let slug = created.slug.to_string();
-    Ok(HttpResponse::Created()
-        .insert_header((header::LOCATION, format!("/api/pages/{slug}")))
-        .json(Created {
-            url: page_url(&req, &slug),
-            version: created.version,
-            slug,
-        }))
+    Ok(spent.headers(
+        HttpResponse::Created()
+            .insert_header((header::LOCATION, format!("/api/pages/{slug}")))
+            .json(Created {
+                url: page_url(&req, &slug),
+                version: created.version,
+                slug,
+            }),
+    ))
 }
 
 /// List published pages, newest first.
@@ -252,8 +260,10 @@ pub async fn get(
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 300 KiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "Too many wrong PINs from this client this hour", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds until the hour window ends"))),
+        (status = 429, description = "Too many wrong PINs from this client this hour, or its publish budget is spent", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
+        (status = 503, description = "The request budget cannot be checked right now", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "1"))),
     )
 )]
 pub async fn update(
@@ -269,16 +279,17 @@ pub async fn update(
     }
     let title = input.title.as_deref().map(PageTitle::parse).transpose()?;
     let body = input.body.map(PageBody::parse).transpose()?;
+    let spent = publish_budget::spend(&state, &req).await?;
     let id = pin_check::authorize(&state, &req, &slug).await?;
     let now = state.clock.now();
     let version = db::with_write(&state.pool, move |tx| {
         pages::update(tx, id, title.as_ref(), body.as_ref(), now)
     })
     .await?;
-    Ok(HttpResponse::Ok().json(Updated {
+    Ok(spent.headers(HttpResponse::Ok().json(Updated {
         slug: slug.to_string(),
         version,
-    }))
+    })))
 }
 
 /// Archive a page: it leaves the ledger and search at once.
@@ -296,8 +307,10 @@ pub async fn update(
         (status = 200, description = "Archived", body = StateChanged),
         (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "Too many wrong PINs from this client this hour", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds until the hour window ends"))),
+        (status = 429, description = "Too many wrong PINs from this client this hour, or its publish budget is spent", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
+        (status = 503, description = "The request budget cannot be checked right now", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "1"))),
     )
 )]
 pub async fn archive(
@@ -323,8 +336,10 @@ pub async fn archive(
         (status = 200, description = "Claimed", body = StateChanged),
         (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "Too many wrong PINs from this client this hour", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds until the hour window ends"))),
+        (status = 429, description = "Too many wrong PINs from this client this hour, or its publish budget is spent", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
+        (status = 503, description = "The request budget cannot be checked right now", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "1"))),
     )
 )]
 pub async fn claim(
@@ -342,13 +357,14 @@ async fn change_state(
     change: fn(&rusqlite::Transaction<'_>, i64, i64) -> rusqlite::Result<pages::PageState>,
 ) -> Result<HttpResponse, ApiError> {
     let slug = path_slug(slug)?;
+    let spent = publish_budget::spend(state, req).await?;
     let id = pin_check::authorize(state, req, &slug).await?;
     let now = state.clock.now();
     let after = db::with_write(&state.pool, move |tx| change(tx, id, now)).await?;
-    Ok(HttpResponse::Ok().json(StateChanged {
+    Ok(spent.headers(HttpResponse::Ok().json(StateChanged {
         slug: after.slug,
         version: after.version,
         lifecycle: after.lifecycle,
         claimed_at: after.claimed_at,
-    }))
+    })))
 }

@@ -5,10 +5,10 @@ use actix_web::HttpRequest;
 use tokio::sync::Mutex;
 
 use super::error::ApiError;
-use crate::db::{self, pages, pin_failures};
+use crate::db::{self, pages};
 use crate::domain::PageSlug;
 use crate::pin;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// The request header that carries a page's PIN.
 pub const PIN_HEADER: &str = "X-Page-Pin";
@@ -27,8 +27,8 @@ fn turn(bucket: &str) -> &'static Mutex<()> {
 /// Lets the request change the page `slug` if its `X-Page-Pin` is the page's PIN;
 /// returns the page id.
 ///
-/// In order: a client (SPEC §5 gate 2) with [`pin_failures::LIMIT`] failures this
-/// hour gets [`ApiError::TooManyPinFailures`] before anything is looked at; an
+/// In order: a client (SPEC §5 gate 2) whose PIN-failure budget
+/// (`state.budgets.pin_failures`, 10 an hour) is used up gets [`ApiError::TooManyPinFailures`] before anything is looked at; an
 /// unknown slug is [`ApiError::NotFound`]; a page without a PIN is
 /// [`ApiError::PageLocked`]; no header is [`ApiError::PinRequired`]; a header that is
 /// not UTF-8 is [`ApiError::Validation`]; a wrong PIN is counted against the client
@@ -39,20 +39,26 @@ pub async fn authorize(
     slug: &PageSlug,
 ) -> Result<i64, ApiError> {
     let client = crate::routes::client_ip(req, &state.trusted_proxies);
-    let bucket = pin_failures::bucket(&client);
-    let _turn = turn(&bucket).lock().await;
+    let budget = &state.budgets.pin_failures;
+    let keys = budget.keys(&client);
+    let bucket = keys.log_prefix().to_owned();
+    let _turn = turn(&keys.0[0]).lock().await;
 
     let now = state.clock.now();
-    let key = bucket.clone();
-    let failures = db::with_conn(&state.pool, move |c| pin_failures::count(c, &key, now)).await?;
-    if failures >= pin_failures::LIMIT {
+    let failures = state.budget_store.peek(budget, keys.clone(), now).await?;
+    if let Some(full) = budget
+        .windows
+        .iter()
+        .zip(&failures)
+        .find(|(w, count)| **count >= i64::from(w.limit))
+    {
         tracing::warn!(
-            client = &bucket[..12],
-            failures,
+            client = &bucket[..],
+            failures = full.1,
             "PIN check refused: too many failures"
         );
         return Err(ApiError::TooManyPinFailures {
-            retry_after: pin_failures::retry_after(now),
+            retry_after: full.0.seconds_left(now),
         });
     }
 
@@ -69,13 +75,11 @@ pub async fn authorize(
     if pin::verify_off_thread(given, phc).await? {
         return Ok(id);
     }
-    let key = bucket.clone();
-    let failures =
-        db::with_write(&state.pool, move |tx| pin_failures::record(tx, &key, now)).await?;
+    let failures = state.budget_store.record(budget, keys, now).await?;
     tracing::warn!(
-        client = &bucket[..12],
+        client = &bucket[..],
         slug = slug.as_str(),
-        failures,
+        failures = failures.first().copied(),
         "wrong page PIN"
     );
     Err(ApiError::WrongPin)

@@ -1,27 +1,25 @@
 //! The HTML answers: `search.html` for every outcome, with the form kept and matched
 //! words marked (each run escaped by the template).
 
-use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
-use super::respond::{
-    redirect_home, refused_message, with_cache_header, with_retry_after, BUSY, FAILED, SHORT,
-    TOO_LONG,
-};
 use super::{displayed_rows, Outcome};
 use crate::routes::render;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::templates::format_time;
 
 #[derive(Serialize)]
 struct SearchContext<'a> {
     q: &'a str,
+    /// The notice style of the outcome table (`results`, `short`, `busy`, …).
     outcome: &'static str,
+    /// The situation's name, for the page title and heading.
+    heading: &'static str,
     message: String,
     retry_after: Option<i64>,
-    /// `minute` or `hour` on a 429: the window that refused.
-    window: Option<&'static str>,
+    /// On a 429, the name of the refusing window (`minute`, `hour`, …).
+    window: Option<&'a str>,
     results: Vec<TableRow>,
     total: usize,
     shown: usize,
@@ -75,100 +73,52 @@ fn highlighted(title: &str, ranges: &[std::ops::Range<usize>]) -> Vec<TitleRun> 
     runs
 }
 
-impl<'a> SearchContext<'a> {
-    fn notice(q: &'a str, outcome: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            q,
-            outcome,
-            message: message.into(),
-            retry_after: None,
-            window: None,
-            results: Vec::new(),
-            total: 0,
-            shown: 0,
-            truncated: false,
-            cache: None,
-        }
-    }
-
-    fn retry(mut self, seconds: i64) -> Self {
-        self.retry_after = Some(seconds);
-        self
-    }
-
-    fn window(mut self, window: crate::search::budget::Window) -> Self {
-        self.window = Some(match window {
-            crate::search::budget::Window::Minute => "minute",
-            crate::search::budget::Window::Hour => "hour",
-        });
-        self
-    }
-}
-
 pub(super) fn html_response(
     state: &AppState,
     req: &HttpRequest,
-    status: StatusCode,
     outcome: &Outcome,
 ) -> HttpResponse {
-    let page = |ctx: SearchContext<'_>| render(state, req, status, "search.html", ctx);
-    match outcome {
-        Outcome::Missing => redirect_home(),
-        Outcome::Malformed(why) => page(SearchContext::notice(
-            "",
-            "invalid",
-            format!("This search could not be read: {why}."),
-        )),
-        Outcome::TooLong { display } => page(SearchContext::notice(display, "invalid", TOO_LONG)),
-        Outcome::TooShort { display } => page(SearchContext::notice(display, "short", SHORT)),
-        Outcome::Refused {
-            display,
-            window,
-            retry_after,
-        } => with_retry_after(
-            page(
-                SearchContext::notice(
-                    display,
-                    "rate_limited",
-                    refused_message(*window, *retry_after),
-                )
-                .retry(*retry_after)
-                .window(*window),
-            ),
-            *retry_after,
-        ),
-        Outcome::Busy { display } | Outcome::Overloaded { display } => with_retry_after(
-            page(SearchContext::notice(display, "busy", BUSY).retry(1)),
-            1,
-        ),
-        Outcome::Failed { display } => page(SearchContext::notice(display, "error", FAILED)),
-        Outcome::Answered {
-            display,
-            result,
-            snapshot,
-            cache,
-        } => {
-            let results: Vec<TableRow> = displayed_rows(result, snapshot)
-                .map(|(row, page, marks)| TableRow {
-                    slug: page.slug.clone(),
-                    title: highlighted(&page.title, marks),
-                    score: format!("{:.1}", row.score),
-                    updated_at: format_time(page.updated_at),
-                })
-                .collect();
-            let ctx = SearchContext {
-                q: display,
-                outcome: "results",
-                message: String::new(),
-                retry_after: None,
-                window: None,
-                shown: results.len(),
-                results,
-                total: result.total,
-                truncated: result.truncated,
-                cache: Some(cache.as_str()),
-            };
-            with_cache_header(page(ctx), *cache)
-        }
+    let kind = outcome.kind();
+    let mut ctx = SearchContext {
+        q: outcome.display(),
+        outcome: kind.notice,
+        heading: kind.title,
+        message: outcome.message(&state.budgets.search).into_owned(),
+        retry_after: outcome.retry_after(),
+        window: match outcome {
+            Outcome::Refused { window, .. } => state
+                .budgets
+                .search
+                .windows
+                .get(*window)
+                .map(|w| w.name.as_ref()),
+            _ => None,
+        },
+        results: Vec::new(),
+        total: 0,
+        shown: 0,
+        truncated: false,
+        cache: None,
+    };
+    if let Outcome::Answered {
+        result,
+        snapshot,
+        cache,
+        ..
+    } = outcome
+    {
+        ctx.results = displayed_rows(result, snapshot)
+            .map(|(row, page, marks)| TableRow {
+                slug: page.slug.clone(),
+                title: highlighted(&page.title, marks),
+                score: format!("{:.1}", row.score),
+                updated_at: format_time(page.updated_at),
+            })
+            .collect();
+        ctx.shown = ctx.results.len();
+        ctx.total = result.total;
+        ctx.truncated = result.truncated;
+        ctx.cache = Some(cache.as_str());
     }
+    render(state, req, kind.status, "search.html", ctx)
 }

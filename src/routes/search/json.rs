@@ -1,17 +1,14 @@
 //! The JSON answers (`Accept: application/json`): results on 200, RFC 9457 problem
-//! details otherwise, with the same statuses as HTML.
+//! details otherwise, with the statuses, types and titles of the outcome table.
 
-use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 use serde::Serialize;
 
-use super::respond::{
-    redirect_home, refused_message, with_cache_header, with_retry_after, BUSY, FAILED, SHORT,
-    TOO_LONG,
-};
 use super::{displayed_rows, Outcome};
+use crate::routes::problem::Problem;
 use crate::search::corpus::Snapshot;
 use crate::search::rank::SearchResult;
+use crate::state::AppState;
 
 #[derive(Serialize)]
 struct ResultRow {
@@ -57,19 +54,7 @@ struct JsonShort<'a> {
     results: [ResultRow; 0],
     total: usize,
     truncated: bool,
-    message: &'static str,
-}
-
-/// RFC 9457 problem details.
-#[derive(Serialize)]
-struct Problem {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    title: &'static str,
-    status: u16,
-    detail: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    retry_after: Option<i64>,
+    message: &'a str,
 }
 
 fn rows(result: &SearchResult, snapshot: &Snapshot) -> Vec<ResultRow> {
@@ -84,94 +69,40 @@ fn rows(result: &SearchResult, snapshot: &Snapshot) -> Vec<ResultRow> {
         .collect()
 }
 
-fn problem(
-    status: StatusCode,
-    kind: &'static str,
-    title: &'static str,
-    detail: String,
-    retry_after: Option<i64>,
-) -> HttpResponse {
-    let body = Problem {
-        kind,
-        title,
-        status: status.as_u16(),
-        detail,
-        retry_after,
-    };
-    let response = HttpResponse::build(status)
-        .content_type("application/problem+json")
-        .json(body);
-    match retry_after {
-        Some(seconds) => with_retry_after(response, seconds),
-        None => response,
-    }
-}
-
-pub(super) fn json_response(status: StatusCode, outcome: &Outcome) -> HttpResponse {
-    const INVALID: &str = "/problems/invalid-query";
+pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse {
+    let kind = outcome.kind();
     match outcome {
-        Outcome::Missing => redirect_home(),
-        Outcome::Malformed(why) => problem(
-            status,
-            INVALID,
-            "Invalid search query",
-            format!("{why}."),
-            None,
-        ),
-        Outcome::TooLong { .. } => problem(
-            status,
-            INVALID,
-            "Invalid search query",
-            TOO_LONG.into(),
-            None,
-        ),
-        Outcome::TooShort { display } => HttpResponse::Ok().json(JsonShort {
-            query: display,
-            results: [],
-            total: 0,
-            truncated: false,
-            message: SHORT,
-        }),
-        Outcome::Refused {
-            window,
-            retry_after,
-            ..
-        } => problem(
-            status,
-            "/problems/rate-limited",
-            "Too many searches",
-            refused_message(*window, *retry_after),
-            Some(*retry_after),
-        ),
-        Outcome::Busy { .. } | Outcome::Overloaded { .. } => problem(
-            status,
-            "/problems/search-busy",
-            "Search is busy",
-            BUSY.into(),
-            Some(1),
-        ),
-        Outcome::Failed { .. } => problem(
-            status,
-            "/problems/internal",
-            "Search failed",
-            FAILED.into(),
-            None,
-        ),
         Outcome::Answered {
             display,
             result,
             snapshot,
             cache,
-            ..
-        } => {
-            let body = JsonAnswer {
-                query: display,
-                results: rows(result, snapshot),
-                total: result.total,
-                truncated: result.truncated,
-                cache: cache.as_str(),
-            };
-            with_cache_header(HttpResponse::Ok().json(body), *cache)
+        } => HttpResponse::Ok().json(JsonAnswer {
+            query: display,
+            results: rows(result, snapshot),
+            total: result.total,
+            truncated: result.truncated,
+            cache: cache.as_str(),
+        }),
+        Outcome::TooShort { display } => HttpResponse::Ok().json(JsonShort {
+            query: display,
+            results: [],
+            total: 0,
+            truncated: false,
+            message: kind.message,
+        }),
+        other => {
+            let budget = &state.budgets.search;
+            Problem {
+                retry_after: other.retry_after(),
+                ..Problem::new(
+                    kind.status,
+                    kind.problem_type.unwrap_or("/problems/internal"),
+                    kind.title,
+                    other.message(budget).into_owned(),
+                )
+            }
+            .response()
         }
     }
 }

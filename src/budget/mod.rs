@@ -1,0 +1,258 @@
+//! Per-client request budgets over fixed windows (SPEC §5 gates 3/4, §9 publish
+//! budget, PIN failures): which windows, how a client's bucket keys are made, what a
+//! spend decides, and how the `RateLimit` headers say it. Where the counters live
+//! is [`store`]'s business (SQLite by default, Redis when configured).
+//!
+//! A budget is data: a key prefix and a list of [`FixedWindow`]s. A spend admits
+//! only if every window is under its limit, and then counts one in all of them
+//! (both-or-neither, however many windows there are).
+
+pub mod sqlite;
+pub mod store;
+mod window;
+
+use sha2::{Digest, Sha256};
+
+pub use window::FixedWindow;
+
+use crate::search::client_ip::ClientIp;
+
+/// One budget: the prefix of its bucket keys and its windows, in the order they are
+/// checked (the first full one refuses).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budget {
+    /// Key prefix: a window's key is `hex(SHA-256(prefix + "-" + tag + ":" + ip))`.
+    pub prefix: &'static str,
+    pub windows: Vec<FixedWindow>,
+}
+
+impl Budget {
+    /// The search budget of SPEC §5: keys `search-ip-min:` and `search-ip-hour:`.
+    pub fn search(per_minute: u32, per_hour: u32) -> Self {
+        Self {
+            prefix: "search-ip",
+            windows: vec![FixedWindow::minute(per_minute), FixedWindow::hour(per_hour)],
+        }
+    }
+
+    /// The publish budget of SPEC §9 (`publish-ip-min:`, `publish-ip-hour:`).
+    pub fn publish(per_minute: u32, per_hour: u32) -> Self {
+        Self {
+            prefix: "publish-ip",
+            windows: vec![FixedWindow::minute(per_minute), FixedWindow::hour(per_hour)],
+        }
+    }
+
+    /// Failed PIN checks: `limit` an hour, keyed `pin-fail-hour:`.
+    pub fn pin_failures(limit: u32) -> Self {
+        Self {
+            prefix: "pin-fail",
+            windows: vec![FixedWindow::hour(limit)],
+        }
+    }
+
+    /// Sets the limit of the window named `name` (`minute`, `hour`, …).
+    ///
+    /// Panics when the budget has no such window (a programming error).
+    pub fn set_limit(&mut self, name: &str, limit: u32) {
+        let window = self
+            .windows
+            .iter_mut()
+            .find(|w| w.name == name)
+            .unwrap_or_else(|| panic!("no window named {name}"));
+        window.limit = limit;
+    }
+
+    /// The bucket keys of `client`, one per window in order.
+    pub fn keys(&self, client: &ClientIp) -> BucketKeys {
+        let ip = client.to_string();
+        BucketKeys(
+            self.windows
+                .iter()
+                .map(|w| sha256_hex(&format!("{}-{}:", self.prefix, w.tag), &ip))
+                .collect(),
+        )
+    }
+
+    /// Seconds of the longest window: a counter row is dead this long after its
+    /// window started.
+    pub fn horizon(&self) -> i64 {
+        self.windows.iter().map(|w| w.seconds).max().unwrap_or(0)
+    }
+
+    /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers): each window's quota
+    /// `q` and length `w` in seconds, e.g. `"minute";q=20;w=60, "hour";q=200;w=3600`.
+    pub fn policy_header(&self) -> String {
+        self.windows
+            .iter()
+            .map(|w| format!("\"{}\";q={};w={}", w.name, w.limit, w.seconds))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// `RateLimit` for `decision`: every window's remaining quota `r` and seconds `t`
+    /// until it ends when admitted; the refusing window with `r=0` and `t` equal to
+    /// `Retry-After` when refused.
+    pub fn state_header(&self, decision: &Decision) -> String {
+        match decision {
+            Decision::Admitted(counts) => self
+                .windows
+                .iter()
+                .zip(counts)
+                .map(|(w, c)| format!("\"{}\";r={};t={}", w.name, c.remaining, c.reset))
+                .collect::<Vec<_>>()
+                .join(", "),
+            Decision::Refused {
+                window,
+                retry_after,
+            } => format!("\"{}\";r=0;t={retry_after}", self.windows[*window].name),
+        }
+    }
+
+    /// The decision for these windows' new counts at `now` (`None` where a window
+    /// was full), as every store reports it.
+    pub fn decide(&self, counts: &[Option<i64>], now: i64) -> Decision {
+        let mut admitted = Vec::with_capacity(self.windows.len());
+        for (i, (w, count)) in self.windows.iter().zip(counts).enumerate() {
+            match count {
+                Some(count) => admitted.push(WindowCount {
+                    count: *count,
+                    remaining: (i64::from(w.limit) - count).max(0),
+                    reset: w.seconds_left(now),
+                }),
+                None => {
+                    return Decision::Refused {
+                        window: i,
+                        retry_after: w.seconds_left(now),
+                    }
+                }
+            }
+        }
+        Decision::Admitted(admitted)
+    }
+}
+
+/// A client's bucket keys, one per window of its budget, each 64 lowercase hex
+/// chars. The raw address never appears in a key, so no store holds IP addresses.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BucketKeys(pub Vec<String>);
+
+impl BucketKeys {
+    /// The first 12 hex chars of the first key: the only form logs may show.
+    pub fn log_prefix(&self) -> &str {
+        &self.0[0][..12]
+    }
+}
+
+/// One window's counter after an admitted spend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowCount {
+    /// The counter's new value in this window.
+    pub count: i64,
+    /// Requests still admitted in this window (`limit - count`, at least 0).
+    pub remaining: i64,
+    /// Seconds until this window ends, at least 1.
+    pub reset: i64,
+}
+
+/// What a spend decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Every window counted one; their new counts, in window order.
+    Admitted(Vec<WindowCount>),
+    /// Window number `window` is full and nothing was counted; `retry_after` is whole
+    /// seconds until it ends, at least 1.
+    Refused { window: usize, retry_after: i64 },
+}
+
+fn sha256_hex(domain: &str, ip: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(domain.as_bytes());
+    hasher.update(ip.as_bytes());
+    hex::encode(hasher.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client() -> ClientIp {
+        ClientIp::from_addr("192.0.2.7".parse().unwrap())
+    }
+
+    #[test]
+    fn search_keys_are_the_specs_hashes() {
+        let keys = Budget::search(20, 200).keys(&client());
+        assert_eq!(keys.0[0], sha256_hex("search-ip-min:", "192.0.2.7"));
+        assert_eq!(keys.0[1], sha256_hex("search-ip-hour:", "192.0.2.7"));
+        assert_eq!(keys.log_prefix(), &keys.0[0][..12]);
+    }
+
+    #[test]
+    fn bucket_keys_are_sha256_of_the_prefixed_ip_text() {
+        // Expected values from `printf 'search-ip-min:1.2.3.4' | sha256sum` and friends.
+        let search = Budget::search(20, 200);
+        let v4 = search.keys(&ClientIp::from_addr("1.2.3.4".parse().unwrap()));
+        assert_eq!(
+            v4.0,
+            [
+                "a19a06b13e1036d34d55b64373806541b150e2cfec384dbb60fa4ad4c780617d",
+                "803d4bc0b70d3a7318bd39459caee98a50472df86db252de5c96fa4651c9bb5d"
+            ]
+        );
+        assert_eq!(v4.log_prefix(), "a19a06b13e10");
+        let v6 = search.keys(&ClientIp::from_addr("2001:db8:1:2::42".parse().unwrap()));
+        assert_eq!(
+            v6.0[0],
+            "9d96ff43f90188a68e10aeb8608c313a9ff830d076d84b55b1cc1a8a7a47e997"
+        );
+    }
+
+    #[test]
+    fn budgets_of_one_client_never_share_a_key() {
+        let mut all: Vec<String> = [
+            Budget::search(1, 1),
+            Budget::publish(1, 1),
+            Budget::pin_failures(1),
+        ]
+        .iter()
+        .flat_map(|b| b.keys(&client()).0)
+        .collect();
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n);
+    }
+
+    #[test]
+    fn headers_format_every_window_admitted_and_the_refusing_one_refused() {
+        let budget = Budget::search(20, 200);
+        let now = 1_800_000_015;
+        let admitted = budget.decide(&[Some(1), Some(1)], now);
+        assert_eq!(
+            budget.state_header(&admitted),
+            "\"minute\";r=19;t=45, \"hour\";r=199;t=3585"
+        );
+        let refused = budget.decide(&[Some(1), None], now);
+        assert_eq!(
+            refused,
+            Decision::Refused {
+                window: 1,
+                retry_after: 3585
+            }
+        );
+        assert_eq!(budget.state_header(&refused), "\"hour\";r=0;t=3585");
+        assert_eq!(
+            budget.policy_header(),
+            "\"minute\";q=20;w=60, \"hour\";q=200;w=3600"
+        );
+    }
+
+    #[test]
+    fn the_horizon_is_the_longest_window() {
+        let mut budget = Budget::search(1, 1);
+        assert_eq!(budget.horizon(), 3600);
+        budget.windows.push(FixedWindow::new("day", 86_400, 1000));
+        assert_eq!(budget.horizon(), 86_400);
+    }
+}

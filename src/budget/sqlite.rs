@@ -1,0 +1,276 @@
+//! The budget counters in SQLite's `rate_limit_counters` (SPEC §3): one row per
+//! bucket key holding the start of its current window and its count. Plain SQL on a
+//! `&Transaction`; the RateLimiter actor owns the connection and the transaction.
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+
+use super::{BucketKeys, Budget, Decision, FixedWindow};
+
+/// Tries to count one request in every window of `budget` for `keys` at `now`.
+///
+/// On [`Decision::Refused`] the transaction holds partial changes: the caller must
+/// roll it back (dropping it does), so a refusal changes no counter.
+/// Errors: SQLite errors only.
+pub fn spend(
+    tx: &Transaction<'_>,
+    budget: &Budget,
+    keys: &BucketKeys,
+    now: i64,
+) -> rusqlite::Result<Decision> {
+    let mut counts = Vec::with_capacity(budget.windows.len());
+    for (window, key) in budget.windows.iter().zip(&keys.0) {
+        let count = increment(tx, key, window, now)?;
+        counts.push(count);
+        if count.is_none() {
+            break;
+        }
+    }
+    Ok(budget.decide(&counts, now))
+}
+
+/// The counts of `keys` in the windows containing `now`, without changing them
+/// (0 for a key with no row or a row of an ended window).
+pub fn peek(
+    conn: &Connection,
+    budget: &Budget,
+    keys: &BucketKeys,
+    now: i64,
+) -> rusqlite::Result<Vec<i64>> {
+    budget
+        .windows
+        .iter()
+        .zip(&keys.0)
+        .map(|(window, key)| {
+            conn.query_row(
+                "SELECT count FROM rate_limit_counters WHERE bucket = ?1 AND window_start = ?2",
+                params![key, window.start(now)],
+                |r| r.get(0),
+            )
+            .optional()
+            .map(|c| c.unwrap_or(0))
+        })
+        .collect()
+}
+
+/// Counts one event in every window of `keys` at `now` whatever the limits (failed
+/// PIN checks are counted after they happened). Returns the new counts.
+pub fn record(
+    tx: &Transaction<'_>,
+    budget: &Budget,
+    keys: &BucketKeys,
+    now: i64,
+) -> rusqlite::Result<Vec<i64>> {
+    budget
+        .windows
+        .iter()
+        .zip(&keys.0)
+        .map(|(window, key)| {
+            tx.query_row(
+                "INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES (?1, ?2, 1)
+                 ON CONFLICT (bucket) DO UPDATE SET
+                     count = CASE WHEN window_start = excluded.window_start THEN count + 1 ELSE 1 END,
+                     window_start = excluded.window_start
+                 RETURNING count",
+                params![key, window.start(now)],
+                |r| r.get(0),
+            )
+        })
+        .collect()
+}
+
+/// Adds one to `bucket` in the window containing `now` if its count is under the
+/// window's limit; a row of an ended window starts again from 0. Returns the new
+/// count, or `None` when the window is full.
+fn increment(
+    tx: &Transaction<'_>,
+    bucket: &str,
+    window: &FixedWindow,
+    now: i64,
+) -> rusqlite::Result<Option<i64>> {
+    let start = window.start(now);
+    tx.execute(
+        "INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES (?1, ?2, 0)
+         ON CONFLICT (bucket) DO UPDATE SET window_start = excluded.window_start, count = 0
+         WHERE rate_limit_counters.window_start <> excluded.window_start",
+        params![bucket, start],
+    )?;
+    tx.query_row(
+        "UPDATE rate_limit_counters SET count = count + 1
+         WHERE bucket = ?1 AND count < ?2 RETURNING count",
+        params![bucket, window.limit],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+/// Deletes rows whose window started at least `horizon` seconds (the longest window
+/// of any budget) before `now`: none of them can still count. Returns the number
+/// deleted.
+pub fn sweep(tx: &Transaction<'_>, now: i64, horizon: i64) -> rusqlite::Result<usize> {
+    tx.execute(
+        "DELETE FROM rate_limit_counters WHERE window_start <= ?1",
+        [now - horizon],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::WindowCount;
+    use crate::db::temp_db as db;
+    use crate::search::client_ip::ClientIp;
+
+    const T0: i64 = 1_800_000_000; // a multiple of 3600
+    const HOUR: i64 = 3600;
+
+    fn client() -> ClientIp {
+        ClientIp::from_addr("192.0.2.7".parse().unwrap())
+    }
+
+    fn try_spend(conn: &mut Connection, budget: &Budget, now: i64) -> Decision {
+        let tx = conn.transaction().unwrap();
+        let out = spend(&tx, budget, &budget.keys(&client()), now).unwrap();
+        if matches!(out, Decision::Admitted(_)) {
+            tx.commit().unwrap();
+        }
+        out
+    }
+
+    fn counts(decision: &Decision) -> Vec<i64> {
+        match decision {
+            Decision::Admitted(c) => c.iter().map(|w: &WindowCount| w.count).collect(),
+            Decision::Refused { .. } => vec![],
+        }
+    }
+
+    fn row(conn: &Connection, bucket: &str) -> Option<(i64, i64)> {
+        conn.query_row(
+            "SELECT window_start, count FROM rate_limit_counters WHERE bucket = ?1",
+            [bucket],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .unwrap()
+    }
+
+    #[test]
+    fn the_21st_request_in_a_minute_is_refused_and_the_hour_counter_reads_20() {
+        let (_d, mut conn) = db();
+        let budget = Budget::search(20, 200);
+        for i in 1..=20 {
+            assert_eq!(counts(&try_spend(&mut conn, &budget, T0 + 5)), vec![i, i]);
+        }
+        assert_eq!(
+            try_spend(&mut conn, &budget, T0 + 5),
+            Decision::Refused {
+                window: 0,
+                retry_after: 55
+            }
+        );
+        let keys = budget.keys(&client());
+        assert_eq!(row(&conn, &keys.0[1]), Some((T0, 20)));
+    }
+
+    #[test]
+    fn a_full_hour_rolls_the_minute_counter_back() {
+        let (_d, mut conn) = db();
+        let budget = Budget::search(20, 3);
+        for minute in 0..3 {
+            assert!(matches!(
+                try_spend(&mut conn, &budget, T0 + minute * 60),
+                Decision::Admitted(_)
+            ));
+        }
+        let now = T0 + 3 * 60 + 10;
+        assert_eq!(
+            try_spend(&mut conn, &budget, now),
+            Decision::Refused {
+                window: 1,
+                retry_after: HOUR - 190
+            }
+        );
+        // The minute row still holds the window of the last admitted request.
+        let keys = budget.keys(&client());
+        assert_eq!(row(&conn, &keys.0[0]), Some((T0 + 120, 1)));
+    }
+
+    #[test]
+    fn windows_reset_on_their_boundaries_and_retry_after_counts_down_to_them() {
+        let (_d, mut conn) = db();
+        let budget = Budget::search(1, 200);
+        assert!(matches!(
+            try_spend(&mut conn, &budget, T0),
+            Decision::Admitted(_)
+        ));
+        for (now, left) in [(T0, 60), (T0 + 1, 59), (T0 + 59, 1)] {
+            assert_eq!(
+                try_spend(&mut conn, &budget, now),
+                Decision::Refused {
+                    window: 0,
+                    retry_after: left
+                }
+            );
+        }
+        assert_eq!(counts(&try_spend(&mut conn, &budget, T0 + 60)), vec![1, 2]);
+    }
+
+    #[test]
+    fn a_day_window_is_one_more_line_of_configuration_and_is_enforced() {
+        let (_d, mut conn) = db();
+        let mut budget = Budget::search(20, 200);
+        budget.windows.push(FixedWindow::new("day", 86_400, 2));
+        for hour in 0..2 {
+            assert_eq!(
+                counts(&try_spend(&mut conn, &budget, T0 + hour * HOUR)),
+                vec![1, 1, hour + 1]
+            );
+        }
+        let now = T0 + 5 * HOUR;
+        let refused = try_spend(&mut conn, &budget, now);
+        assert_eq!(
+            refused,
+            Decision::Refused {
+                window: 2,
+                retry_after: FixedWindow::new("day", 86_400, 2).seconds_left(now)
+            }
+        );
+        // Both-or-neither over three windows: the refusal moved no counter.
+        let keys = budget.keys(&client());
+        assert_eq!(row(&conn, &keys.0[0]), Some((T0 + HOUR, 1)));
+        // The day row survives an hourly sweep and goes at its own horizon.
+        let day_start = FixedWindow::new("day", 86_400, 2).start(now);
+        let tx = conn.transaction().unwrap();
+        sweep(&tx, T0 + 3 * HOUR, budget.horizon()).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(row(&conn, &keys.0[2]), Some((day_start, 2)));
+        let tx = conn.transaction().unwrap();
+        assert!(sweep(&tx, day_start + 86_400, budget.horizon()).unwrap() >= 1);
+        tx.commit().unwrap();
+        assert_eq!(row(&conn, &keys.0[2]), None);
+    }
+
+    #[test]
+    fn recorded_failures_count_within_the_hour_and_restart_in_the_next() {
+        let (_d, mut conn) = db();
+        let budget = Budget::pin_failures(10);
+        let keys = budget.keys(&client());
+        let tx = conn.transaction().unwrap();
+        assert_eq!(record(&tx, &budget, &keys, T0).unwrap(), vec![1]);
+        assert_eq!(record(&tx, &budget, &keys, T0 + HOUR - 1).unwrap(), vec![2]);
+        assert_eq!(peek(&tx, &budget, &keys, T0 + 5).unwrap(), vec![2]);
+        assert_eq!(peek(&tx, &budget, &keys, T0 + HOUR).unwrap(), vec![0]);
+        assert_eq!(record(&tx, &budget, &keys, T0 + HOUR).unwrap(), vec![1]);
+        tx.commit().unwrap();
+    }
+
+    #[test]
+    fn sweep_deletes_only_rows_of_long_ended_windows() {
+        let (_d, mut conn) = db();
+        let budget = Budget::search(5, 5);
+        try_spend(&mut conn, &budget, T0);
+        let tx = conn.transaction().unwrap();
+        assert_eq!(sweep(&tx, T0 + HOUR - 1, HOUR).unwrap(), 0);
+        assert_eq!(sweep(&tx, T0 + HOUR, HOUR).unwrap(), 2);
+        tx.commit().unwrap();
+    }
+}

@@ -1,0 +1,315 @@
+//! How a search request ended: one [`Outcome`] variant per row of SPEC §5's outcome
+//! matrix (plus the admission and budget-store rows), and the one table that says,
+//! for each, its status, metric label, problem type, title and words. HTML, JSON,
+//! the log event and `/metrics` all read this table; none chooses on its own.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use actix_web::http::StatusCode;
+
+use crate::budget::Budget;
+use crate::search::corpus::Snapshot;
+use crate::search::rank::SearchResult;
+
+/// Where an answer came from: the LRU, a scoring this request led, or a scoring
+/// another request led that this one joined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheStatus {
+    Hit,
+    Miss,
+    Join,
+}
+
+impl CacheStatus {
+    /// The `X-Search-Cache` value and the JSON `cache` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheStatus::Hit => "hit",
+            CacheStatus::Miss => "miss",
+            CacheStatus::Join => "join",
+        }
+    }
+}
+
+/// How a search request ended.
+pub enum Outcome {
+    /// `q` missing or blank: 303 to `/`.
+    Missing,
+    /// `q` undecodable or repeated: 400, nothing to show in the form.
+    Malformed(&'static str),
+    /// Raw or normalized `q` over 64 chars: 400, form kept.
+    TooLong { display: String },
+    /// Normalized under 2 chars: 200 with guidance, no scan.
+    TooShort { display: String },
+    /// `SEARCH_MAX_IN_FLIGHT` valid searches are already in flight: 503 with
+    /// `Retry-After: 1`, before any budget is spent.
+    Overloaded { display: String },
+    /// The budget store did not answer in time (Redis down): 503 with
+    /// `Retry-After: 1`; never admitted unlimited.
+    BudgetUnavailable { display: String },
+    /// Window number `window` of the search budget is full: 429 with `Retry-After`.
+    Refused {
+        display: String,
+        window: usize,
+        retry_after: i64,
+    },
+    /// Cache miss with no free scorer: 503 with `Retry-After: 1`.
+    Busy { display: String },
+    /// Scoring panicked, or the database failed: 500.
+    Failed { display: String },
+    /// Scored or found in the cache: 200.
+    Answered {
+        display: String,
+        result: Arc<SearchResult>,
+        snapshot: Arc<Snapshot>,
+        cache: CacheStatus,
+    },
+}
+
+/// What the table says about one kind of outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutcomeKind {
+    /// The metric label and log `outcome` (`429-…` gets the window name appended).
+    pub label: &'static str,
+    pub status: StatusCode,
+    /// The RFC 9457 `type` of the JSON answer; `None` for answers that are not
+    /// problems (303, short, 200).
+    pub problem_type: Option<&'static str>,
+    /// The page title and heading, and the problem `title`.
+    pub title: &'static str,
+    /// What the visitor is told (the refusal's words are built from its window).
+    pub message: &'static str,
+    /// The template's notice style: `short`, `invalid`, `rate_limited`, `busy`,
+    /// `error` or `results`.
+    pub notice: &'static str,
+}
+
+const fn row(
+    label: &'static str,
+    status: StatusCode,
+    problem_type: Option<&'static str>,
+    title: &'static str,
+    message: &'static str,
+    notice: &'static str,
+) -> OutcomeKind {
+    OutcomeKind {
+        label,
+        status,
+        problem_type,
+        title,
+        message,
+        notice,
+    }
+}
+
+const INVALID: Option<&str> = Some("/problems/invalid-query");
+const BUSY: Option<&str> = Some("/problems/search-busy");
+
+/// Every kind of outcome, in the order of the outcome matrix.
+pub const KINDS: [OutcomeKind; 12] = [
+    row("303", StatusCode::SEE_OTHER, None, "Search", "", "invalid"),
+    row(
+        "400",
+        StatusCode::BAD_REQUEST,
+        INVALID,
+        "Invalid search",
+        "This search could not be read.",
+        "invalid",
+    ),
+    row(
+        "400",
+        StatusCode::BAD_REQUEST,
+        INVALID,
+        "Invalid search",
+        "Search text can be at most 64 characters.",
+        "invalid",
+    ),
+    row(
+        "short",
+        StatusCode::OK,
+        None,
+        "Search",
+        "Enter at least 2 characters.",
+        "short",
+    ),
+    row(
+        "503-admission",
+        StatusCode::SERVICE_UNAVAILABLE,
+        BUSY,
+        "Search is busy",
+        "Search is busy right now.",
+        "busy",
+    ),
+    row(
+        "503-budget",
+        StatusCode::SERVICE_UNAVAILABLE,
+        Some("/problems/budget-unavailable"),
+        "Search is unavailable",
+        "Search is briefly unavailable.",
+        "busy",
+    ),
+    row(
+        "429",
+        StatusCode::TOO_MANY_REQUESTS,
+        Some("/problems/rate-limited"),
+        "Too many searches",
+        "Too many searches.",
+        "rate_limited",
+    ),
+    row(
+        "503-busy",
+        StatusCode::SERVICE_UNAVAILABLE,
+        BUSY,
+        "Search is busy",
+        "Search is busy right now.",
+        "busy",
+    ),
+    row(
+        "500",
+        StatusCode::INTERNAL_SERVER_ERROR,
+        Some("/problems/internal"),
+        "Search failed",
+        "Something went wrong with this search. Please try again.",
+        "error",
+    ),
+    row("hit", StatusCode::OK, None, "Search", "", "results"),
+    row("miss", StatusCode::OK, None, "Search", "", "results"),
+    row("join", StatusCode::OK, None, "Search", "", "results"),
+];
+
+impl Outcome {
+    /// This outcome's row of [`KINDS`]: the one place an outcome is classified.
+    pub fn kind(&self) -> &'static OutcomeKind {
+        &KINDS[match self {
+            Outcome::Missing => 0,
+            Outcome::Malformed(_) => 1,
+            Outcome::TooLong { .. } => 2,
+            Outcome::TooShort { .. } => 3,
+            Outcome::Overloaded { .. } => 4,
+            Outcome::BudgetUnavailable { .. } => 5,
+            Outcome::Refused { .. } => 6,
+            Outcome::Busy { .. } => 7,
+            Outcome::Failed { .. } => 8,
+            Outcome::Answered { cache, .. } => match cache {
+                CacheStatus::Hit => 9,
+                CacheStatus::Miss => 10,
+                CacheStatus::Join => 11,
+            },
+        }]
+    }
+
+    /// The metric label and log `outcome`: the table's, with the refusing window's
+    /// name on a 429 (`429-minute`).
+    pub fn label(&self, budget: &Budget) -> Cow<'static, str> {
+        match self {
+            Outcome::Refused { window, .. } => {
+                Cow::Owned(format!("429-{}", budget.windows[*window].name))
+            }
+            other => Cow::Borrowed(other.kind().label),
+        }
+    }
+
+    /// Seconds for `Retry-After`, on the outcomes that have one.
+    pub fn retry_after(&self) -> Option<i64> {
+        match self {
+            Outcome::Refused { retry_after, .. } => Some((*retry_after).max(1)),
+            Outcome::Overloaded { .. }
+            | Outcome::BudgetUnavailable { .. }
+            | Outcome::Busy { .. } => Some(1),
+            _ => None,
+        }
+    }
+
+    /// What the visitor is told: the table's words, or for a refusal which window is
+    /// full and for how long (`Too many searches this minute: try again in 5 seconds.`).
+    pub fn message(&self, budget: &Budget) -> Cow<'static, str> {
+        match self {
+            Outcome::Refused {
+                window,
+                retry_after,
+                ..
+            } => {
+                let unit = if *retry_after == 1 {
+                    "second"
+                } else {
+                    "seconds"
+                };
+                Cow::Owned(format!(
+                    "Too many searches this {}: try again in {retry_after} {unit}.",
+                    budget.windows[*window].name
+                ))
+            }
+            Outcome::Malformed(why) => Cow::Owned(format!("This search could not be read: {why}.")),
+            other => Cow::Borrowed(other.kind().message),
+        }
+    }
+
+    /// The query as typed, for the form; empty when there is none to keep.
+    pub fn display(&self) -> &str {
+        match self {
+            Outcome::Missing | Outcome::Malformed(_) => "",
+            Outcome::TooLong { display }
+            | Outcome::TooShort { display }
+            | Outcome::Overloaded { display }
+            | Outcome::BudgetUnavailable { display }
+            | Outcome::Refused { display, .. }
+            | Outcome::Busy { display }
+            | Outcome::Failed { display }
+            | Outcome::Answered { display, .. } => display,
+        }
+    }
+}
+
+/// Every metric label a search can end with under `budget`: the table's, with one
+/// `429-<window>` per window of the search budget.
+pub fn labels(budget: &Budget) -> Vec<String> {
+    let mut labels: Vec<String> = Vec::new();
+    for kind in &KINDS {
+        if kind.label == "429" {
+            labels.extend(budget.windows.iter().map(|w| format!("429-{}", w.name)));
+        } else if !labels.iter().any(|l| l == kind.label) {
+            labels.push(kind.label.to_owned());
+        }
+    }
+    labels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_cover_every_window_and_no_label_twice() {
+        let mut budget = Budget::search(20, 200);
+        budget
+            .windows
+            .push(crate::budget::FixedWindow::new("day", 86_400, 1000));
+        let labels = labels(&budget);
+        for l in [
+            "429-minute",
+            "429-hour",
+            "429-day",
+            "503-busy",
+            "hit",
+            "400",
+        ] {
+            assert!(labels.iter().any(|x| x == l), "{l} missing from {labels:?}");
+        }
+        let mut unique = labels.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), labels.len());
+    }
+
+    #[test]
+    fn every_problem_answer_is_an_error_status_and_every_other_is_not() {
+        for kind in &KINDS {
+            assert_eq!(
+                kind.problem_type.is_some(),
+                kind.status.is_client_error() || kind.status.is_server_error(),
+                "{kind:?}"
+            );
+        }
+    }
+}
