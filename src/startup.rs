@@ -77,7 +77,11 @@ impl Application {
             #[cfg(feature = "fault-injection")]
             settings.scoring_hook.clone(),
         );
-        let corpus = Arc::new(Corpus::new(pool.clone(), metrics.candidate_fetches.clone()));
+        let corpus = Arc::new(Corpus::new(
+            pool.clone(),
+            &settings.database,
+            metrics.candidate_fetches.clone(),
+        ));
         let cache = Cache::new(
             settings.search.cache_entries,
             scorers.clone(),

@@ -11,6 +11,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("ledger.html", include_str!("../templates/ledger.html")),
     ("page.html", include_str!("../templates/page.html")),
     ("search.html", include_str!("../templates/search.html")),
+    (
+        "search_rows.html",
+        include_str!("../templates/search_rows.html"),
+    ),
     ("error.html", include_str!("../templates/error.html")),
 ];
 

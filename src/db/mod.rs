@@ -76,6 +76,19 @@ pub fn open_migrated(path: &Path) -> Result<Connection, DbError> {
     Ok(conn)
 }
 
+/// A read-only connection to the existing database at `path` that waits at most
+/// `busy_timeout` for a lock.
+///
+/// Errors: SQLite cannot open the file.
+pub fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connection, DbError> {
+    let conn = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(busy_timeout)?;
+    Ok(conn)
+}
+
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "foreign_keys", "ON")?;

@@ -339,11 +339,9 @@ pub fn candidate_by_slug(conn: &Connection, slug: &str) -> rusqlite::Result<Opti
 /// The corpus generation: moves on every insert, update or delete on `pages`, from
 /// any connection or process (triggers of migration 0001).
 pub fn generation(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row(
-        "SELECT generation FROM corpus_generation WHERE id = 1",
-        [],
-        |r| r.get(0),
-    )
+    // Read on every budgeted search: keep the statement compiled.
+    conn.prepare_cached("SELECT generation FROM corpus_generation WHERE id = 1")?
+        .query_row([], |r| r.get(0))
 }
 
 /// All candidates ordered by id, with the generation they were read at, in one read

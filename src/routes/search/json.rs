@@ -42,7 +42,8 @@ fn char_marks(title: &str, ranges: &[std::ops::Range<usize>]) -> Vec<[usize; 2]>
 #[derive(Serialize)]
 struct JsonAnswer<'a> {
     query: &'a str,
-    results: Vec<ResultRow>,
+    /// The `results` array, serialized once per cache entry.
+    results: &'a serde_json::value::RawValue,
     total: usize,
     truncated: bool,
     cache: &'static str,
@@ -57,8 +58,9 @@ struct JsonShort<'a> {
     message: &'a str,
 }
 
-fn rows(result: &SearchResult, snapshot: &Snapshot) -> Vec<ResultRow> {
-    displayed_rows(result, snapshot)
+/// The `results` array of `result` over `snapshot`, as JSON text.
+fn rows(result: &SearchResult, snapshot: &Snapshot) -> String {
+    let rows: Vec<ResultRow> = displayed_rows(result, snapshot)
         .map(|(row, page, ranges)| ResultRow {
             slug: page.slug.clone(),
             title: page.title.clone(),
@@ -66,7 +68,8 @@ fn rows(result: &SearchResult, snapshot: &Snapshot) -> Vec<ResultRow> {
             updated_at: page.updated_at,
             marks: char_marks(&page.title, ranges),
         })
-        .collect()
+        .collect();
+    serde_json::to_string(&rows).expect("rows serialize")
 }
 
 pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse {
@@ -77,13 +80,18 @@ pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse
             result,
             snapshot,
             cache,
-        } => HttpResponse::Ok().json(JsonAnswer {
-            query: display,
-            results: rows(result, snapshot),
-            total: result.total,
-            truncated: result.truncated,
-            cache: cache.as_str(),
-        }),
+        } => {
+            let rows = result.json_rows(|| rows(&result.result, snapshot));
+            let results: &serde_json::value::RawValue =
+                serde_json::from_str(rows).expect("rows are JSON");
+            HttpResponse::Ok().json(JsonAnswer {
+                query: display,
+                results,
+                total: result.result.total,
+                truncated: result.result.truncated,
+                cache: cache.as_str(),
+            })
+        }
         Outcome::TooShort { display } => HttpResponse::Ok().json(JsonShort {
             query: display,
             results: [],
