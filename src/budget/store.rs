@@ -4,10 +4,17 @@
 //!
 //! - SQLite (the default): the RateLimiter actor's transaction on the service's own
 //!   database file; processes on one host sharing the file share the budget.
+//!
+//! In front of the store sits a memo of full windows: a counter never goes down
+//! inside its window (other processes only add, sweeps only delete ended windows),
+//! so once a spend was refused for a key, every spend on that key is refused until
+//! its window ends, and the memo answers it without the store. This is what keeps
+//! a flood of 429s cheap.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use actix::Addr;
+use hashlink::LruCache;
 
 use super::{BucketKeys, Budget, Decision};
 use crate::actors::rate_limiter::{self, RateLimiter};
@@ -45,7 +52,13 @@ impl From<DbError> for StoreError {
 #[derive(Clone)]
 pub struct BudgetStore {
     backend: Backend,
+    /// Full windows seen: bucket key → start (unix seconds) of the window in which
+    /// it was refused. Bounded; an evicted entry only costs one store round trip.
+    full: Arc<Mutex<LruCache<String, i64>>>,
 }
+
+/// Keys remembered as full at most; beyond it the least recently refused go.
+const FULL_MEMO_ENTRIES: usize = 65_536;
 
 #[derive(Clone)]
 enum Backend {
@@ -57,6 +70,29 @@ impl BudgetStore {
     pub fn sqlite(rate_limiter: Addr<RateLimiter>) -> Self {
         Self {
             backend: Backend::Sqlite(rate_limiter),
+            full: Arc::new(Mutex::new(LruCache::new(FULL_MEMO_ENTRIES))),
+        }
+    }
+
+    /// The refusal the memo already knows for `keys` at `now`, if any.
+    fn known_full(&self, budget: &Budget, keys: &BucketKeys, now: i64) -> Option<Decision> {
+        let mut full = self.full.lock().ok()?;
+        budget
+            .windows
+            .iter()
+            .zip(&keys.0)
+            .enumerate()
+            .find(|(_, (window, key))| full.get(*key) == Some(&window.start(now)))
+            .map(|(i, (window, _))| Decision::Refused {
+                window: i,
+                retry_after: window.seconds_left(now),
+            })
+    }
+
+    /// Remembers the window a refusal named as full until it ends.
+    fn remember(&self, budget: &Budget, keys: &BucketKeys, now: i64, decision: &Decision) {
+        if let (Decision::Refused { window, .. }, Ok(mut full)) = (decision, self.full.lock()) {
+            full.insert(keys.0[*window].clone(), budget.windows[*window].start(now));
         }
     }
 
@@ -68,15 +104,21 @@ impl BudgetStore {
         keys: BucketKeys,
         now: i64,
     ) -> Result<Decision, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(addr) => Ok(addr
-                .send(rate_limiter::Spend {
+        if let Some(refused) = self.known_full(budget, &keys, now) {
+            return Ok(refused);
+        }
+        let decision = match &self.backend {
+            Backend::Sqlite(addr) => {
+                addr.send(rate_limiter::Spend {
                     budget: budget.clone(),
-                    keys,
+                    keys: keys.clone(),
                     now,
                 })
-                .await??),
-        }
+                .await??
+            }
+        };
+        self.remember(budget, &keys, now, &decision);
+        Ok(decision)
     }
 
     /// The counts of `keys` in the windows containing `now`, unchanged.
