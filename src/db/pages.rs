@@ -269,14 +269,30 @@ fn state(conn: &Connection, id: i64) -> rusqlite::Result<PageState> {
     )
 }
 
-/// The id and PIN hash of the page with this slug, in any state: `None` when no page
-/// has it, `Some((id, None))` when the page was created without a PIN. The only
-/// function that reads `pin_hash`; its value goes to `pin::verify` and nowhere else.
-pub fn pin_hash(conn: &Connection, slug: &str) -> rusqlite::Result<Option<(i64, Option<String>)>> {
+/// What a PIN check needs to know about the page with this slug, in any state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinRecord {
+    pub id: i64,
+    /// `None` when the page was created without a PIN.
+    pub pin_hash: Option<String>,
+    /// Archived or claimed: not a candidate, so public reads answer 404.
+    pub gone: bool,
+}
+
+/// The id, PIN hash and state of the page with this slug, in any state: `None` when
+/// no page has it. The only function that reads `pin_hash`; its value goes to
+/// `pin::verify` and nowhere else.
+pub fn pin_hash(conn: &Connection, slug: &str) -> rusqlite::Result<Option<PinRecord>> {
     conn.query_row(
-        "SELECT id, pin_hash FROM pages WHERE slug = ?1",
+        &format!("SELECT id, pin_hash, NOT ({CANDIDATE}) FROM pages WHERE slug = ?1"),
         [slug],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| {
+            Ok(PinRecord {
+                id: r.get(0)?,
+                pin_hash: r.get(1)?,
+                gone: r.get(2)?,
+            })
+        },
     )
     .optional()
 }
@@ -535,7 +551,11 @@ mod tests {
         assert_eq!(claim(&tx, id, 41).unwrap(), claimed);
         assert_eq!(
             pin_hash(&tx, "a").unwrap(),
-            Some((id, Some("$argon2id$x".into())))
+            Some(PinRecord {
+                id,
+                pin_hash: Some("$argon2id$x".into()),
+                gone: true
+            })
         );
         assert_eq!(pin_hash(&tx, "b").unwrap(), None);
         assert!(candidate_by_slug(&tx, "a").unwrap().is_none());

@@ -42,7 +42,10 @@ pub async fn set_theme(
         .back
         .as_deref()
         .and_then(local_path)
-        .or_else(|| referer_path(&req))
+        .or_else(|| {
+            let origin = crate::routes::origin::of(&req, &state.trusted_proxies);
+            referer_path(&req, &origin.host)
+        })
         .unwrap_or_else(|| "/".to_owned());
     let mut cookie = Cookie::build("theme", name.clone())
         .path("/")
@@ -76,10 +79,10 @@ pub fn local_path(candidate: &str) -> Option<String> {
     Some(candidate.to_owned())
 }
 
-/// The path of the `Referer` when it names this very host (the request's `Host`).
-fn referer_path(req: &HttpRequest) -> Option<String> {
+/// The path of the `Referer` when it names this very site (`host`: the public host,
+/// as a trusted proxy forwards it, else the request's own).
+fn referer_path(req: &HttpRequest, host: &str) -> Option<String> {
     let referer = req.headers().get(header::REFERER)?.to_str().ok()?;
-    let host = req.headers().get(header::HOST)?.to_str().ok()?;
     let after_scheme = referer
         .strip_prefix("http://")
         .or_else(|| referer.strip_prefix("https://"))?;
