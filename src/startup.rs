@@ -82,7 +82,7 @@ impl Application {
                 .expect("unpoisoned")
                 .take()
                 .expect("one rate limiter thread");
-            RateLimiter::new(conn)
+            RateLimiter::new(conn).expect("setting the budget connection's busy timeout")
         });
         let metrics = Arc::new(Metrics::new(&routes::search::outcome::labels(
             &settings.search_budget,

@@ -100,7 +100,7 @@ fn migrate_creates_the_database_and_its_folders_and_runs_once() {
     let n: i64 = conn
         .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(n, 2);
+    assert_eq!(n, 3, "one row per migration file");
 }
 
 #[test]

@@ -63,15 +63,24 @@ impl Message for Sweep {
     type Result = Result<usize, DbError>;
 }
 
+/// How long a budget transaction waits for another writer's lock (an import's
+/// final transaction, a page write of another process) before the request is
+/// answered 503 `budget-unavailable`. Shorter than the page writes' timeout: every
+/// search queues behind this one thread, so a long wait here stalls them all.
+pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The actor; see the module docs.
 pub struct RateLimiter {
     conn: Connection,
 }
 
 impl RateLimiter {
-    /// Takes the (migrated) write connection.
-    pub fn new(conn: Connection) -> Self {
-        Self { conn }
+    /// Takes the (migrated) write connection and sets its [`BUSY_TIMEOUT`].
+    ///
+    /// Errors: SQLite refused the setting.
+    pub fn new(conn: Connection) -> rusqlite::Result<Self> {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        Ok(Self { conn })
     }
 }
 
