@@ -126,6 +126,7 @@ impl Application {
             metrics,
             bodies: routes::api::body::BodyGate::new(settings.requests),
             storage,
+            markdown: crate::markdown::MarkdownCache::default(),
         });
         // Ready means a search can be answered at full speed: the candidate snapshot
         // is built before the server is handed back (and `listening on` printed).
@@ -144,6 +145,9 @@ impl Application {
                 .wrap(middleware::from_fn(routes::head_as_get))
                 .wrap(middleware::from_fn(
                     routes::unread_body::close_after_unread_body,
+                ))
+                .wrap(middleware::from_fn(
+                    routes::security_headers::security_headers,
                 ))
                 .wrap(TracingLogger::<PathOnlyRootSpan>::new())
                 .app_data(server_state.clone())
@@ -238,6 +242,8 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
         .route("/healthz", web::get().to(routes::health::healthz))
         .route("/readyz", web::get().to(routes::health::readyz))
         .route("/static/{name}", web::get().to(routes::assets::asset))
+        .route("/favicon.ico", web::get().to(routes::assets::favicon_ico))
+        .route("/robots.txt", web::get().to(routes::assets::robots))
         .service(routes::api::scope())
         .default_service(web::to(routes::not_found));
 }

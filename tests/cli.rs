@@ -188,7 +188,7 @@ fn serve_demo_loads_the_bundled_corpus_into_an_empty_database() {
     let (_server, url) = serve(agent_pages(dir.path()), &["--demo"]);
     let ledger = reqwest::blocking_get(&format!("{url}/"));
     assert!(
-        ledger.contains("63672 pages"),
+        ledger.contains("63,672 pages · page 1 of 1,274"),
         "{}",
         &ledger[..ledger.len().min(3000)]
     );
