@@ -23,7 +23,12 @@ use crate::state::{AppState, Budgets};
 use crate::telemetry::PathOnlyRootSpan;
 use crate::{db, import, routes, templates};
 
-/// How often ended budget windows are swept from `rate_limit_counters`.
+/// Corpus generations whose changed page stays in the change log: a process whose
+/// snapshot fell further behind reloads every candidate instead.
+pub const CHANGES_KEPT: i64 = 10_000;
+
+/// How often ended budget windows are swept from `rate_limit_counters` (and the
+/// corpus change log compacted).
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(300);
 
 /// How long a new connection may take to send its first request's headers
@@ -189,7 +194,12 @@ impl Application {
             }
         };
 
-        spawn_background(budget_store, horizon, settings.clock.clone());
+        spawn_background(
+            budget_store,
+            horizon,
+            settings.clock.clone(),
+            state.pool.clone(),
+        );
         Ok(Self {
             address,
             metrics_address,
@@ -250,11 +260,23 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
 
 /// Sweeps ended budget windows periodically. (The candidate snapshot is warmed in
 /// [`Application::build`], before the server is ready.)
-fn spawn_background(budget_store: BudgetStore, horizon: i64, clock: Arc<dyn Clock>) {
+fn spawn_background(
+    budget_store: BudgetStore,
+    horizon: i64,
+    clock: Arc<dyn Clock>,
+    pool: deadpool_sqlite::Pool,
+) {
     actix_web::rt::spawn(async move {
         let mut tick = tokio::time::interval(SWEEP_INTERVAL);
         loop {
             tick.tick().await;
+            match db::with_conn(&pool, |c| db::pages::compact_changes(c, CHANGES_KEPT)).await {
+                Ok(deleted) if deleted > 0 => {
+                    tracing::debug!(deleted, "compacted the corpus change log")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "compacting the corpus change log failed"),
+            }
             match budget_store.sweep(clock.now(), horizon).await {
                 Ok(deleted) if deleted > 0 => {
                     tracing::debug!(deleted, "swept ended budget windows")
