@@ -46,6 +46,19 @@ pub const LINGER: Duration = Duration::from_secs(1);
 /// connections are dropped.
 pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(30);
 
+/// Every read from the network has a deadline: the first headers, idle keep-alive,
+/// the linger after a refusal, the drain at shutdown (bodies: `routes::api::body`).
+/// A macro because `HttpServer`'s type parameters make a function of it unwieldy.
+macro_rules! with_deadlines {
+    ($server:expr) => {
+        $server
+            .client_request_timeout(HEADER_TIMEOUT)
+            .keep_alive(KEEP_ALIVE)
+            .client_disconnect_timeout(LINGER)
+            .shutdown_timeout(SHUTDOWN_DRAIN.as_secs())
+    };
+}
+
 /// A built, bound, not yet running server (and its metrics listener, if any).
 pub struct Application {
     address: SocketAddr,
@@ -130,6 +143,8 @@ impl Application {
             admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
             metrics,
             bodies: routes::api::body::BodyGate::new(settings.requests),
+            hash_slots: Default::default(),
+            pin_turns: Default::default(),
             storage,
             markdown: crate::markdown::MarkdownCache::default(),
         });
@@ -157,16 +172,8 @@ impl Application {
                 .wrap(TracingLogger::<PathOnlyRootSpan>::new())
                 .app_data(server_state.clone())
                 .configure(routes_config)
-        })
-        // Every read from the network has a deadline: the first headers here, idle
-        // keep-alive, the linger after a refusal, the drain at shutdown; bodies in
-        // `routes::api::body`.
-        .client_request_timeout(HEADER_TIMEOUT)
-        .keep_alive(KEEP_ALIVE)
-        .client_disconnect_timeout(LINGER)
-        .shutdown_timeout(SHUTDOWN_DRAIN.as_secs())
-        .listen(listener)?
-        .run();
+        });
+        let server = with_deadlines!(server).listen(listener)?.run();
         let mut servers = vec![server];
 
         let metrics_address = match settings.metrics_bind {
@@ -182,13 +189,8 @@ impl Application {
                         .app_data(metrics_state.clone())
                         .route("/metrics", web::get().to(routes::metrics::metrics))
                 })
-                .workers(1)
-                .client_request_timeout(HEADER_TIMEOUT)
-                .keep_alive(KEEP_ALIVE)
-                .client_disconnect_timeout(LINGER)
-                .shutdown_timeout(SHUTDOWN_DRAIN.as_secs())
-                .listen(listener)?
-                .run();
+                .workers(1);
+                let server = with_deadlines!(server).listen(listener)?.run();
                 servers.push(server);
                 Some(address)
             }

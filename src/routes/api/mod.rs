@@ -147,7 +147,7 @@ pub async fn create(
     let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
     let spent = publish_budget::spend(&state, &req).await?;
     let pin_hash = match input.pin {
-        Some(pin) => Some(pin::hash_off_thread(pin).await?),
+        Some(pin) => Some(pin::hash_off_thread(&state.hash_slots, pin).await?),
         None => None,
     };
     let now = state.clock.now();
