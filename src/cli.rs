@@ -21,6 +21,8 @@ pub struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of the `serve` flags does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the HTTP server (migrations are applied first).

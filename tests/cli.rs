@@ -143,12 +143,46 @@ fn import_reports_bad_lines_by_number_and_loads_the_rest() {
 }
 
 #[test]
+fn import_never_prints_a_rejected_pin() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pages.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            "{\"title\":\"x\",\"pin\":987654321}\n",
+            "{\"title\":\"y\",\"pin\":\"24680\"}\n",
+            "{\"title\":\"z\",\"pin\":\"135 \\u0007 79\"}\n",
+            "{\"title\":\"w\",\"pin\":[864209753]}\n",
+        ),
+    )
+    .unwrap();
+    let out = agent_pages(dir.path())
+        .arg("import")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(all.contains("4 skipped"), "{all}");
+    for secret in ["987654321", "24680", "135", "864209753"] {
+        assert!(!all.contains(secret), "{secret} in {all}");
+    }
+}
+
+#[test]
 fn serve_prints_its_address_when_ready_and_answers_health_checks() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, url) = serve(agent_pages(dir.path()), &[]);
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let body = reqwest::blocking_get(&format!("{url}/healthz"));
     assert_eq!(body, "ok\n");
+    // Ready as soon as it says so: the search snapshot is built before the line.
+    let ready = reqwest::blocking_get(&format!("{url}/readyz"));
+    assert!(ready.contains("\"ready\":true"), "{ready}");
 }
 
 #[test]

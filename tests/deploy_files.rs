@@ -203,6 +203,11 @@ fn the_compose_file_validates_and_trusts_exactly_the_proxy_network() {
         .as_str()
         .expect("the Traefik route has a server");
     assert_eq!(server, format!("http://app:{port}"));
+    // Traefik, like the container health check, asks for readiness, not liveness.
+    assert_eq!(
+        dynamic["http"]["services"]["agent-pages"]["loadBalancer"]["healthCheck"]["path"].as_str(),
+        Some("/readyz")
+    );
     for stage in ["runtime", "load"] {
         let service = if stage == "runtime" { "app" } else { "load" };
         assert_eq!(
@@ -530,7 +535,7 @@ fn the_container_health_check_fails_when_nothing_listens() {
 
 #[test]
 fn the_container_health_check_fails_on_a_non_200_answer() {
-    // A server that answers like /healthz does when the database is gone.
+    // A server that answers like /readyz does when the database is gone.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = std::thread::spawn(move || {
@@ -544,10 +549,10 @@ fn the_container_health_check_fails_on_a_non_200_answer() {
             assert!(n > 0, "the health check sent an incomplete request");
             request.extend_from_slice(&chunk[..n]);
         }
-        assert!(request.starts_with(b"GET /healthz HTTP/1.1\r\n"));
+        assert!(request.starts_with(b"GET /readyz HTTP/1.1\r\n"));
         stream
             .write_all(
-                b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 21\r\n\r\ndatabase unavailable\n",
+                b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 16\r\n\r\n{\"ready\":false}\n",
             )
             .unwrap();
     });

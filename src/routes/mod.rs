@@ -5,26 +5,46 @@ pub mod assets;
 pub mod health;
 pub mod ledger;
 pub mod metrics;
+pub mod origin;
 pub mod problem;
 pub mod search;
 pub mod theme;
+pub mod unread_body;
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use actix_web::http::StatusCode;
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{Method, StatusCode};
+use actix_web::middleware::Next;
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
 use crate::search::client_ip::{self, ClientIp, TrustedProxies};
 use crate::state::AppState;
 
+/// Middleware: a `HEAD` request is routed exactly as the `GET` of the same URL, so
+/// every GET route answers HEAD with GET's status and headers (SPEC §9). actix-http
+/// decided at parse time that this is a HEAD request and sends no body, whatever
+/// the handler produced.
+///
+/// The handler runs in full, as for a GET: a `HEAD /search?q=…` spends the search
+/// budget once and scores exactly what the GET would (it *is* one GET whose body is
+/// not sent).
+pub async fn head_as_get(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    if req.method() == Method::HEAD {
+        req.head_mut().method = Method::GET;
+    }
+    next.call(req).await
+}
+
 /// Gate 2 (SPEC §5) on this request: the socket peer, or the client a trusted proxy
 /// names in `X-Forwarded-For`. Search budgets and PIN failures both count per this.
 pub fn client_ip(req: &HttpRequest, trusted: &TrustedProxies) -> ClientIp {
-    let peer = req
-        .peer_addr()
-        .map(|a| a.ip())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    let peer = peer(req);
     // A header that is not visible ASCII cannot hold an address: keep it in the walk
     // as an unparseable entry rather than dropping it.
     let forwarded: Vec<&str> = req
@@ -33,6 +53,22 @@ pub fn client_ip(req: &HttpRequest, trusted: &TrustedProxies) -> ClientIp {
         .map(|v| v.to_str().unwrap_or("unparseable"))
         .collect();
     client_ip::resolve(peer, &forwarded, trusted)
+}
+
+/// The socket peer of `req` (0.0.0.0 when unknown, which no sane
+/// `TRUSTED_PROXY_CIDRS` holds).
+fn peer(req: &HttpRequest) -> IpAddr {
+    req.peer_addr()
+        .map(|a| a.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+}
+
+/// Whether the socket peer of `req` is one of our reverse proxies
+/// (`TRUSTED_PROXY_CIDRS`): the one rule for believing any forwarded header, the
+/// client address of gate 2 ([`client_ip`]) and the public host and scheme
+/// ([`origin::of`]) alike.
+pub fn peer_is_trusted(req: &HttpRequest, trusted: &TrustedProxies) -> bool {
+    trusted.contains(peer(req))
 }
 
 /// The visitor's theme from the `theme` cookie: `"dark"` or `"light"` (the default).

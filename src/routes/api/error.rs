@@ -29,6 +29,14 @@ pub enum ApiError {
     /// The body is over `limit` bytes (refused from `Content-Length` when given).
     #[error("the request body is over {limit} bytes")]
     PayloadTooLarge { limit: usize },
+    /// The body did not arrive in full within `seconds`; the connection is closed.
+    #[error("the request body did not arrive in full within {seconds} seconds")]
+    BodyTimeout { seconds: u64 },
+    /// `cap` request bodies are being received already; try again in a second.
+    #[error(
+        "the server is receiving {cap} request bodies already, its limit: try again in a second"
+    )]
+    TooManyOpenBodies { cap: usize },
     /// No page (or no API route) at this path; the detail says which.
     #[error("{0}")]
     NotFound(String),
@@ -64,10 +72,23 @@ pub enum ApiError {
     /// The budget store did not answer in time: try again in a second.
     #[error("the request budget cannot be checked right now: try again in a second")]
     BudgetUnavailable,
+    /// Another process or connection held the database's write lock for longer
+    /// than the busy timeout; retry in a second.
+    #[error("the database is busy with another writer: try again in a second")]
+    DatabaseBusy,
+    /// The database file cannot be written now (read-only, gone or replaced, or
+    /// an I/O error): nothing was written; retry later.
+    #[error(
+        "the page store cannot be written right now: nothing was saved; try again in a few seconds"
+    )]
+    StorageUnavailable,
     /// Anything else: a database or worker failure. The cause is logged only.
     #[error("something went wrong on our side; please try again")]
     Internal(#[source] anyhow::Error),
 }
+
+/// `Retry-After` of [`ApiError::StorageUnavailable`], in seconds.
+pub const STORAGE_RETRY_AFTER: i64 = 5;
 
 /// One kind of problem: its status, its `type` and its `title`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +107,7 @@ const fn kind(status: StatusCode, problem_type: &'static str, title: &'static st
 }
 
 /// Every kind the API answers with, in the order the docs list them.
-pub const KINDS: [Kind; 14] = [
+pub const KINDS: [Kind; 18] = [
     kind(
         StatusCode::BAD_REQUEST,
         "/problems/validation",
@@ -145,6 +166,26 @@ pub const KINDS: [Kind; 14] = [
         "/problems/internal",
         "Internal error",
     ),
+    kind(
+        StatusCode::REQUEST_TIMEOUT,
+        "/problems/request-timeout",
+        "Request body too slow",
+    ),
+    kind(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/problems/too-many-open-bodies",
+        "Too many request bodies at once",
+    ),
+    kind(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/problems/database-busy",
+        "Database busy",
+    ),
+    kind(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/problems/storage-unavailable",
+        "Storage unavailable",
+    ),
 ];
 
 impl ApiError {
@@ -165,6 +206,10 @@ impl ApiError {
             ApiError::PublishRateLimited { .. } => 11,
             ApiError::BudgetUnavailable => 12,
             ApiError::Internal(_) => 13,
+            ApiError::BodyTimeout { .. } => 14,
+            ApiError::TooManyOpenBodies { .. } => 15,
+            ApiError::DatabaseBusy => 16,
+            ApiError::StorageUnavailable => 17,
         }]
     }
 
@@ -206,8 +251,19 @@ impl From<PinError> for ApiError {
 }
 
 impl From<DbError> for ApiError {
+    /// A busy database (another writer held the lock past the busy timeout) or one
+    /// that cannot be written now (read-only, I/O error) is a 503 to retry, never a
+    /// 500; anything else is internal.
     fn from(e: DbError) -> Self {
-        ApiError::Internal(e.into())
+        if e.is_busy() {
+            tracing::warn!(error = %e, "database busy: answered 503");
+            ApiError::DatabaseBusy
+        } else if e.is_storage_fault() {
+            tracing::error!(error = %e, "database cannot be written: answered 503");
+            ApiError::StorageUnavailable
+        } else {
+            ApiError::Internal(e.into())
+        }
     }
 }
 
@@ -226,7 +282,10 @@ impl ResponseError for ApiError {
         let retry_after = match self {
             ApiError::TooManyPinFailures { retry_after }
             | ApiError::PublishRateLimited { retry_after, .. } => Some((*retry_after).max(1)),
-            ApiError::BudgetUnavailable => Some(1),
+            ApiError::BudgetUnavailable
+            | ApiError::TooManyOpenBodies { .. }
+            | ApiError::DatabaseBusy => Some(1),
+            ApiError::StorageUnavailable => Some(STORAGE_RETRY_AFTER),
             _ => None,
         };
         let problem = Problem {
@@ -242,6 +301,13 @@ impl ResponseError for ApiError {
             response
                 .headers_mut()
                 .insert(header::ALLOW, header::HeaderValue::from_static(allow));
+        }
+        if let ApiError::BodyTimeout { .. } = self {
+            // The rest of the body may still come: this connection cannot carry
+            // another request.
+            response
+                .head_mut()
+                .set_connection_type(actix_web::http::ConnectionType::Close);
         }
         response
     }
