@@ -2,10 +2,10 @@
 //! bound listener. Tests start it on port 0 with a temp database and read the port.
 
 use std::net::{SocketAddr, TcpListener};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, SyncArbiter};
+use actix::Actor;
 use actix_web::dev::Server;
 use actix_web::{middleware, web, App, HttpServer};
 use anyhow::Context as _;
@@ -74,16 +74,10 @@ impl Application {
         let storage = db::storage::Storage::capture(&settings.database)
             .with_context(|| format!("reading {}", settings.database.display()))?;
         let pool = db::create_pool(&settings.database, 16)?;
-        // The factory runs once (one thread) and takes the already-open connection.
-        let write_conn = Mutex::new(Some(conn));
-        let rate_limiter = SyncArbiter::start(1, move || {
-            let conn = write_conn
-                .lock()
-                .expect("unpoisoned")
-                .take()
-                .expect("one rate limiter thread");
-            RateLimiter::new(conn)
-        });
+        // The RateLimiter blocks on SQLite: it gets an arbiter (thread) of its own.
+        let rate_limiter = RateLimiter::new(conn).context("setting the budget connection")?;
+        let rate_limiter =
+            RateLimiter::start_in_arbiter(&actix::Arbiter::new().handle(), |_| rate_limiter);
         let metrics = Arc::new(Metrics::new(&routes::search::outcome::labels(
             &settings.search_budget,
         )));
@@ -132,6 +126,7 @@ impl Application {
             metrics,
             bodies: routes::api::body::BodyGate::new(settings.requests),
             storage,
+            markdown: crate::markdown::MarkdownCache::default(),
         });
         // Ready means a search can be answered at full speed: the candidate snapshot
         // is built before the server is handed back (and `listening on` printed).
@@ -150,6 +145,9 @@ impl Application {
                 .wrap(middleware::from_fn(routes::head_as_get))
                 .wrap(middleware::from_fn(
                     routes::unread_body::close_after_unread_body,
+                ))
+                .wrap(middleware::from_fn(
+                    routes::security_headers::security_headers,
                 ))
                 .wrap(TracingLogger::<PathOnlyRootSpan>::new())
                 .app_data(server_state.clone())
@@ -244,6 +242,8 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
         .route("/healthz", web::get().to(routes::health::healthz))
         .route("/readyz", web::get().to(routes::health::readyz))
         .route("/static/{name}", web::get().to(routes::assets::asset))
+        .route("/favicon.ico", web::get().to(routes::assets::favicon_ico))
+        .route("/robots.txt", web::get().to(routes::assets::robots))
         .service(routes::api::scope())
         .default_service(web::to(routes::not_found));
 }

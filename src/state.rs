@@ -50,6 +50,8 @@ pub struct AppState {
     pub bodies: crate::routes::api::body::BodyGate,
     /// The database file as opened at start, to tell when it is gone or replaced.
     pub storage: crate::db::storage::Storage,
+    /// Rendered Markdown of recently shown page versions.
+    pub markdown: crate::markdown::MarkdownCache,
 }
 
 /// The three budgets, shared with the store calls that count them.

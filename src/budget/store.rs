@@ -31,6 +31,9 @@ pub enum StoreError {
     /// another writer past its busy timeout): answer 503, never admit.
     #[error("budget store unavailable: {0}")]
     Unavailable(String),
+    /// A batch of SQLite spends failed (not for a lock held too long).
+    #[error("{0}")]
+    Batch(rate_limiter::SpendFailed),
     /// The RateLimiter actor is gone (shutting down).
     #[error("rate limiter: {0}")]
     Mailbox(#[from] actix::MailboxError),
@@ -107,18 +110,50 @@ impl BudgetStore {
         if let Some(refused) = self.known_full(budget, &keys, now) {
             return Ok(refused);
         }
-        let decision = match &self.backend {
-            Backend::Sqlite(addr) => {
-                addr.send(rate_limiter::Spend {
-                    budget: budget.clone(),
-                    keys: keys.clone(),
-                    now,
-                })
-                .await??
-            }
-        };
+        let (decision, _) = self.spend_inner(budget, &keys, now).await?;
         self.remember(budget, &keys, now, &decision);
         Ok(decision)
+    }
+
+    /// [`BudgetStore::spend`], plus the corpus generation when the store read it in
+    /// the same transaction (SQLite), so the search needs no second read for it.
+    pub async fn spend_with_generation(
+        &self,
+        budget: &Arc<Budget>,
+        keys: BucketKeys,
+        now: i64,
+    ) -> Result<(Decision, Option<i64>), StoreError> {
+        if let Some(refused) = self.known_full(budget, &keys, now) {
+            return Ok((refused, None));
+        }
+        let spent = self.spend_inner(budget, &keys, now).await?;
+        self.remember(budget, &keys, now, &spent.0);
+        Ok(spent)
+    }
+
+    async fn spend_inner(
+        &self,
+        budget: &Arc<Budget>,
+        keys: &BucketKeys,
+        now: i64,
+    ) -> Result<(Decision, Option<i64>), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(addr) => {
+                let answer = addr
+                    .send(rate_limiter::Spend {
+                        budget: budget.clone(),
+                        keys: keys.clone(),
+                        now,
+                    })
+                    .await?;
+                match answer.await {
+                    Ok(Ok((decision, generation))) => Ok((decision, Some(generation))),
+                    Ok(Err(failed)) if failed.busy => Err(StoreError::Unavailable(failed.cause)),
+                    Ok(Err(failed)) => Err(StoreError::Batch(failed)),
+                    Err(_) => Err(StoreError::Mailbox(actix::MailboxError::Closed)),
+                }
+            }
+        }
     }
 
     /// The counts of `keys` in the windows containing `now`, unchanged.

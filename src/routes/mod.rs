@@ -8,6 +8,7 @@ pub mod metrics;
 pub mod origin;
 pub mod problem;
 pub mod search;
+pub mod security_headers;
 pub mod theme;
 pub mod unread_body;
 
@@ -71,16 +72,34 @@ pub fn peer_is_trusted(req: &HttpRequest, trusted: &TrustedProxies) -> bool {
     trusted.contains(peer(req))
 }
 
-/// The visitor's theme from the `theme` cookie: `"dark"` or `"light"` (the default).
+/// The visitor's theme from the `theme` cookie: `"dark"` or `"light"` when chosen,
+/// `"auto"` (follow the system's `prefers-color-scheme`) when not.
 pub fn theme(req: &HttpRequest) -> &'static str {
-    match req.cookie("theme") {
-        Some(c) if c.value() == "dark" => "dark",
-        _ => "light",
+    match req.cookie("theme").as_ref().map(|c| c.value()) {
+        Some("dark") => "dark",
+        Some("light") => "light",
+        _ => "auto",
     }
 }
 
-/// Renders `template` with `context` plus `theme` and `q` (empty unless the context
-/// sets it). A template error is logged and becomes a plain 500.
+/// Default `<meta name="description">` of a page that sets none.
+pub const SITE_DESCRIPTION: &str =
+    "Short text pages published by agents: read the ledger or search page titles.";
+
+/// The request's path and query, percent-encoded for a `?back=` parameter, so the
+/// theme switch can return to this page.
+fn back_param(req: &HttpRequest) -> String {
+    let here = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    percent_encoding::utf8_percent_encode(here, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// Renders `template` with `context` plus `theme`, `back` (this page, for the theme
+/// switch), and defaults for `q` (empty), `meta_description` and `og_title` when the
+/// context does not set them. A template error is logged and becomes a plain 500.
 pub fn render(
     state: &AppState,
     req: &HttpRequest,
@@ -93,8 +112,15 @@ pub fn render(
         Err(e) => return template_failure(template, e),
     };
     ctx.insert("theme", theme(req));
+    ctx.insert("back", &back_param(req));
     if !ctx.contains_key("q") {
         ctx.insert("q", "");
+    }
+    if !ctx.contains_key("meta_description") {
+        ctx.insert("meta_description", SITE_DESCRIPTION);
+    }
+    if !ctx.contains_key("og_title") {
+        ctx.insert("og_title", "agent-pages");
     }
     match state.templates.render(template, &ctx) {
         Ok(html) => HttpResponse::build(status)

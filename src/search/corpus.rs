@@ -109,16 +109,17 @@ impl Corpus {
 
     /// Builds the snapshot ahead of the first search; not counted as a fetch.
     pub async fn warm(&self) -> Result<Arc<Snapshot>, DbError> {
-        self.refresh().await
+        self.refresh(None).await
     }
 
-    /// The snapshot a fresh fetch would give now: one generation read, plus a full
-    /// reload only when the generation moved.
+    /// The snapshot a fresh fetch would give now: the generation (`generation` when
+    /// the caller read it moments ago, in its budget transaction; else read now),
+    /// plus a reload only when it moved.
     ///
     /// Errors: the database could not be read.
-    pub async fn current(&self) -> Result<Arc<Snapshot>, DbError> {
+    pub async fn current(&self, generation: Option<i64>) -> Result<Arc<Snapshot>, DbError> {
         self.fetches.inc();
-        self.refresh().await
+        self.refresh(generation).await
     }
 
     /// The corpus generation now: on the dedicated reader when it answers, else
@@ -136,8 +137,11 @@ impl Corpus {
         db::with_conn(&self.pool, |c| pages::generation(c)).await
     }
 
-    async fn refresh(&self) -> Result<Arc<Snapshot>, DbError> {
-        let generation = self.generation().await?;
+    async fn refresh(&self, known: Option<i64>) -> Result<Arc<Snapshot>, DbError> {
+        let generation = match known {
+            Some(generation) => generation,
+            None => self.generation().await?,
+        };
         if let Some(s) = self.at_least(generation) {
             return Ok(s);
         }

@@ -10,7 +10,8 @@
 use rusqlite::{Connection, OpenFlags};
 use serde_json::json;
 
-use crate::helpers::{spawn_app, TestApp, AGENT, PIN};
+use crate::common::spawn_app_with;
+use crate::helpers::{TestApp, AGENT, PIN};
 
 async fn make_every_pooled_connection_read_only(app: &TestApp) {
     let pool = &app.state.pool;
@@ -30,7 +31,8 @@ async fn make_every_pooled_connection_read_only(app: &TestApp) {
 
 #[actix_web::test]
 async fn read_only_pooled_connections_are_dropped_and_writes_succeed_at_once() {
-    let app = spawn_app().await;
+    // 42 writes from one client: more than the default publish budget allows.
+    let app = spawn_app_with(|s| s.publish_budget.set_limit("minute", 1000)).await;
     app.publish("mine", "Mine").await;
     make_every_pooled_connection_read_only(&app).await;
 

@@ -19,6 +19,8 @@ struct SearchContext<'a> {
     heading: &'static str,
     message: String,
     retry_after: Option<i64>,
+    /// On a 429, the name of the refusing window (`minute`, `hour`, …).
+    window: Option<&'a str>,
     /// The rendered result table (escaped when it was rendered); empty without rows.
     rows_html: &'a str,
     total: usize,
@@ -85,6 +87,15 @@ pub(super) fn html_response(
         heading: kind.title,
         message: outcome.message(&state.budgets.search).into_owned(),
         retry_after: outcome.retry_after(),
+        window: match outcome {
+            Outcome::Refused { window, .. } => state
+                .budgets
+                .search
+                .windows
+                .get(*window)
+                .map(|w| w.name.as_ref()),
+            _ => None,
+        },
         rows_html: "",
         total: 0,
         shown: 0,
