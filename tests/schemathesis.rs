@@ -154,6 +154,7 @@ async fn schemathesis_finds_nothing_with_every_check_in_every_phase() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+    eprintln!("{report}");
     assert!(
         output.status.success(),
         "schemathesis found problems:\n{report}"
