@@ -411,6 +411,22 @@ mod tests {
     }
 
     #[test]
+    fn close_tells_typo_corrected_and_prefix_matches_from_exact_ones() {
+        let title = "Kubernetes deployment guide";
+        let exact = |q: &str| !marks(title, &normalize(q)).close;
+        assert!(exact("kubernetes guide"));
+        assert!(exact("KUBERNETES"));
+        assert!(exact("Kubernetes cooking"));
+        assert!(!exact("kubrenetes"));
+        assert!(!exact("kubernetes deplo"));
+        assert!(!exact("guide kubrenetes"));
+        assert!(exact("zzqxj"), "nothing marked, nothing close");
+        // Folded accents are exact.
+        assert!(!marks("Café crème", "cafe creme").close);
+        assert!(marks("Cafés of Paris", "cafe").close);
+    }
+
+    #[test]
     fn every_occurrence_of_a_matching_word_is_highlighted() {
         let title = "data, more data; DATA!";
         assert_eq!(highlight(title, "data"), [0..4, 11..15, 17..21]);
