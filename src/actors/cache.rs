@@ -120,14 +120,11 @@ impl CachedResult {
     /// The rows of page `page` (from 1); empty past the last page.
     pub fn rows(&self, page: usize) -> &[ScoredRow] {
         let rows = &self.result.rows;
-        let start = page
-            .saturating_sub(1)
-            .saturating_mul(self.page_size)
-            .min(rows.len());
-        let end = start.saturating_add(self.page_size).min(rows.len());
-        if page == 0 {
+        let Some(before) = page.checked_sub(1) else {
             return &[];
-        }
+        };
+        let start = before.saturating_mul(self.page_size).min(rows.len());
+        let end = start.saturating_add(self.page_size).min(rows.len());
         &rows[start..end]
     }
 
