@@ -32,7 +32,7 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
 use crate::actors::scorer::ScorerPool;
 use crate::search::corpus::{Fingerprint, Snapshot};
-use crate::search::rank::SearchResult;
+use crate::search::rank::{self, Marks, ScoredRow, SearchResult};
 
 /// A cache key: the normalized query and the fingerprint of the corpus it was scored
 /// over. A change to any candidate's id set or version changes the fingerprint, so a
@@ -47,32 +47,103 @@ pub struct CacheKey {
 /// panicked or could not run (every waiter answers 500).
 pub type FlightOutcome = Result<Arc<CachedResult>, ScoringFailed>;
 
-/// One LRU entry: an immutable scored result and the renderings of its rows (HTML
-/// table, JSON array), each made once, by the first answer that needs it. The key's
-/// fingerprint pins every row's id and version, hence its slug, title and time, so
-/// a rendering stays right for as long as the entry can be found.
+/// Pages of results one scoring keeps: it ranks `SEARCH_RESULT_LIMIT × MAX_PAGES`
+/// rows, so every page of a cached query is a hit and never scores again. Matches
+/// past those rows are counted (`total`) but cannot be paged to; the answer says
+/// so (the result is `truncated`).
+pub const MAX_PAGES: usize = 10;
+
+/// One LRU entry: an immutable scored result, cut into pages of `page_size` rows,
+/// and per page the marks of its titles and the renderings of its rows (HTML
+/// table, JSON array), each made once, by the first answer that needs it. The
+/// key's fingerprint pins every row's id and version, hence its slug, title and
+/// time, so a rendering stays right for as long as the entry can be found.
 #[derive(Debug)]
 pub struct CachedResult {
     pub result: Arc<SearchResult>,
-    html_rows: OnceLock<String>,
-    json_rows: OnceLock<String>,
+    /// The match copy that was scored (what the marks are computed for).
+    query: String,
+    /// Rows a page shows (`SEARCH_RESULT_LIMIT`).
+    page_size: usize,
+    /// Per page, what matched in each row's title (the first page comes from the
+    /// scorer; the others are computed when first shown).
+    marks: Vec<OnceLock<Vec<Marks>>>,
+    html_rows: Vec<OnceLock<String>>,
+    json_rows: Vec<OnceLock<String>>,
     /// Whole answers already rendered from this entry, by what else they depend on
-    /// (query as typed, theme, cache status…); the few most recent.
+    /// (page, query as typed, theme, cache status…); the few most recent.
     pages: std::sync::Mutex<Vec<(String, actix_web::web::Bytes)>>,
 }
 
-/// Whole pages kept per entry.
-const PAGES_PER_ENTRY: usize = 8;
+/// Whole answers kept per entry (a few pages in a few variants).
+const PAGES_PER_ENTRY: usize = 12;
 
 impl CachedResult {
-    /// An entry for `result` with nothing rendered yet.
-    pub fn new(result: Arc<SearchResult>) -> Self {
+    /// An entry for `result`, a scoring of `query` (a match copy), shown
+    /// `page_size` rows a page (at least 1), with nothing rendered yet. The marks
+    /// the scorer made for the first page are kept when they cover it.
+    pub fn new(result: Arc<SearchResult>, query: String, page_size: usize) -> Self {
+        let page_size = page_size.max(1);
+        let pages = result.rows.len().div_ceil(page_size).max(1);
+        let first = result.rows.len().min(page_size);
+        let marks = (0..pages)
+            .map(|p| {
+                if p == 0 && result.highlights.len() >= first {
+                    OnceLock::from(result.highlights[..first].to_vec())
+                } else {
+                    OnceLock::new()
+                }
+            })
+            .collect();
         Self {
             result,
-            html_rows: OnceLock::new(),
-            json_rows: OnceLock::new(),
+            query,
+            page_size,
+            marks,
+            html_rows: (0..pages).map(|_| OnceLock::new()).collect(),
+            json_rows: (0..pages).map(|_| OnceLock::new()).collect(),
             pages: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// Rows a page shows.
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Pages there are to show: at least 1 (an empty result is one empty page), at
+    /// most [`MAX_PAGES`].
+    pub fn pages(&self) -> usize {
+        self.marks.len()
+    }
+
+    /// The rows of page `page` (from 1); empty past the last page.
+    pub fn rows(&self, page: usize) -> &[ScoredRow] {
+        let rows = &self.result.rows;
+        let Some(before) = page.checked_sub(1) else {
+            return &[];
+        };
+        let start = before.saturating_mul(self.page_size).min(rows.len());
+        let end = start.saturating_add(self.page_size).min(rows.len());
+        &rows[start..end]
+    }
+
+    /// What matched in the titles of page `page`'s rows, in row order, computed on
+    /// first use with the titles `title_of` gives; empty past the last page.
+    pub fn marks<'a>(&self, page: usize, title_of: impl Fn(i64) -> Option<&'a str>) -> &[Marks] {
+        let Some(cell) = page.checked_sub(1).and_then(|p| self.marks.get(p)) else {
+            return &[];
+        };
+        cell.get_or_init(|| {
+            self.rows(page)
+                .iter()
+                .map(|row| {
+                    title_of(row.page_id)
+                        .map(|t| rank::marks(t, &self.query))
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
     }
 
     /// The answer body rendered for `variant`, rendered by `render` (and kept) on
@@ -97,14 +168,22 @@ impl CachedResult {
         Ok(body)
     }
 
-    /// The HTML rows, rendered by `render` on first use.
-    pub fn html_rows(&self, render: impl FnOnce() -> String) -> &str {
-        self.html_rows.get_or_init(render)
+    /// The HTML rows of page `page`, rendered by `render` on first use; empty past
+    /// the last page.
+    pub fn html_rows(&self, page: usize, render: impl FnOnce() -> String) -> &str {
+        match page.checked_sub(1).and_then(|p| self.html_rows.get(p)) {
+            Some(cell) => cell.get_or_init(render),
+            None => "",
+        }
     }
 
-    /// The JSON `results` array, rendered by `render` on first use.
-    pub fn json_rows(&self, render: impl FnOnce() -> String) -> &str {
-        self.json_rows.get_or_init(render)
+    /// The JSON `results` array of page `page`, rendered by `render` on first use;
+    /// `[]` past the last page.
+    pub fn json_rows(&self, page: usize, render: impl FnOnce() -> String) -> &str {
+        match page.checked_sub(1).and_then(|p| self.json_rows.get(p)) {
+            Some(cell) => cell.get_or_init(render),
+            None => "[]",
+        }
     }
 }
 
@@ -164,7 +243,8 @@ pub struct Cache {
     /// scoring future runs in this actor's context.
     flights: HashMap<CacheKey, Vec<oneshot::Sender<FlightOutcome>>>,
     scorers: ScorerPool,
-    /// Rows a scoring keeps (`SEARCH_RESULT_LIMIT`).
+    /// Rows a page shows (`SEARCH_RESULT_LIMIT`); a scoring keeps [`MAX_PAGES`]
+    /// times as many.
     result_limit: usize,
     /// Observes each scoring's duration, in seconds.
     scoring_seconds: Histogram,
@@ -172,7 +252,7 @@ pub struct Cache {
 
 impl Cache {
     /// An empty cache of `capacity` entries (at least 1) that scores misses in
-    /// `scorers`, keeping `result_limit` rows each.
+    /// `scorers`, showing `result_limit` rows a page (and keeping [`MAX_PAGES`] pages).
     pub fn new(
         capacity: usize,
         scorers: ScorerPool,
@@ -232,16 +312,22 @@ impl Handler<Lookup> for Cache {
         };
         let (tx, rx) = oneshot::channel();
         self.flights.insert(key.clone(), vec![tx]);
-        let scoring = self
-            .scorers
-            .score(slot, key.match_copy.clone(), snapshot, self.result_limit);
+        let page_size = self.result_limit;
+        let scoring = self.scorers.score(
+            slot,
+            key.match_copy.clone(),
+            snapshot,
+            page_size.saturating_mul(MAX_PAGES),
+            page_size,
+        );
+        let query = key.match_copy.clone();
         let timer = self.scoring_seconds.start_timer();
         let flight = async move {
             let scored = scoring.await;
             timer.observe_duration();
             drop(admission);
             scored
-                .map(|result| Arc::new(CachedResult::new(result)))
+                .map(|result| Arc::new(CachedResult::new(result, query, page_size)))
                 .map_err(|e| {
                     tracing::error!(error = %e, "scoring failed");
                     ScoringFailed

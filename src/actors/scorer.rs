@@ -41,12 +41,14 @@ pub enum ScoreError {
     Mailbox(#[from] actix::MailboxError),
 }
 
-/// Rank `query` (a match copy) over `snapshot`, keeping `limit` rows.
+/// Rank `query` (a match copy) over `snapshot`, keeping `limit` rows, and mark
+/// the titles of the first `highlight` of them (the first page).
 pub struct Score {
     pub slot: ScoringSlot,
     pub query: String,
     pub snapshot: Arc<Snapshot>,
     pub limit: usize,
+    pub highlight: usize,
 }
 
 impl Message for Score {
@@ -71,6 +73,7 @@ impl Handler<Score> for Scorer {
             query,
             snapshot,
             limit,
+            highlight,
         } = msg;
         // A panic must neither kill this thread (a SyncArbiter never replaces it)
         // nor keep the slot: catch it, and let `slot` drop on the way out.
@@ -80,8 +83,12 @@ impl Handler<Score> for Scorer {
                 hook(&query);
             }
             let mut result = rank::rank(&snapshot.index, &query, limit);
-            // Highlighting here, once per scoring, keeps it off the cache-hit path.
-            result.highlight_titles(&query, |id| snapshot.page(id).map(|p| p.title.as_str()));
+            // Highlighting the first page here, once per scoring, keeps it off the
+            // cache-hit path; later pages are marked when first shown, since most
+            // of the kept rows are never paged to.
+            result.highlight_titles(&query, highlight, |id| {
+                snapshot.page(id).map(|p| p.title.as_str())
+            });
             result
         }));
         drop(slot);
@@ -134,7 +141,7 @@ impl ScorerPool {
             .map_err(|_| Busy)
     }
 
-    /// Scores in the slot's actor. The slot is released when scoring ends, even if
+    /// Scores in the slot's actor (see [`Score`]). The slot is released when scoring ends, even if
     /// the returned future is dropped first. The future borrows nothing from the pool.
     pub fn score(
         &self,
@@ -142,12 +149,14 @@ impl ScorerPool {
         query: String,
         snapshot: Arc<Snapshot>,
         limit: usize,
+        highlight: usize,
     ) -> impl std::future::Future<Output = Result<Arc<SearchResult>, ScoreError>> + 'static {
         let sent = self.addr.send(Score {
             slot,
             query,
             snapshot,
             limit,
+            highlight,
         });
         async move { sent.await? }
     }

@@ -3,6 +3,10 @@
 //! The raw query string is parsed here rather than by a generic extractor, because
 //! the contract distinguishes cases such extractors blur: `q` given twice, percent
 //! escapes that do not decode to UTF-8, and a missing `q` versus a blank one.
+//!
+//! `page` (which page of results, from 1) is read here too: a `page` that is not a
+//! whole number from 1 is a 400 with the form kept, and `page` given twice is a 400
+//! like `q` given twice. Neither spends anything.
 
 use percent_encoding::percent_decode;
 
@@ -18,6 +22,7 @@ pub const QUERY_MIN: usize = 2;
 pub struct SearchQuery {
     display: String,
     match_copy: String,
+    page: usize,
 }
 
 impl SearchQuery {
@@ -29,6 +34,12 @@ impl SearchQuery {
     /// The normalized copy that is scored and keyed in the cache (2–64 chars).
     pub fn match_copy(&self) -> &str {
         &self.match_copy
+    }
+
+    /// The page of results asked for, from 1 (1 when `page` is absent or empty);
+    /// it may lie past the last page, which only the answer knows.
+    pub fn page(&self) -> usize {
+        self.page
     }
 }
 
@@ -47,20 +58,30 @@ pub enum Gate1 {
     TooShort { display: String },
     /// Normalized over 64 chars (NFKC can expand): 400 with the form kept.
     NormalizedTooLong { display: String },
+    /// A valid `q` with a `page` that is not a whole number from 1: 400 with the
+    /// form kept.
+    BadPage { display: String },
 }
 
 impl SearchQuery {
     /// Runs gate 1 on a raw URL query string (the part after `?`, still encoded).
     pub fn parse(raw_query_string: &str) -> Gate1 {
         let mut found: Option<&str> = None;
+        let mut page: Option<&str> = None;
         for pair in raw_query_string.split('&') {
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            match decode(name) {
-                Some(n) if n == "q" => {
+            match decode(name).as_deref() {
+                Some("q") => {
                     if found.is_some() {
                         return Gate1::Malformed("q was given more than once");
                     }
                     found = Some(value);
+                }
+                Some("page") => {
+                    if page.is_some() {
+                        return Gate1::Malformed("page was given more than once");
+                    }
+                    page = Some(value);
                 }
                 _ => {}
             }
@@ -85,12 +106,36 @@ impl SearchQuery {
         } else if n > QUERY_MAX {
             Gate1::NormalizedTooLong { display }
         } else {
-            Gate1::Valid(SearchQuery {
-                display,
-                match_copy,
-            })
+            match page.map_or(Some(1), parse_page) {
+                Some(page) => Gate1::Valid(SearchQuery {
+                    display,
+                    match_copy,
+                    page,
+                }),
+                None => Gate1::BadPage { display },
+            }
         }
     }
+}
+
+/// A `page` value: empty is page 1 (a form may send it so); otherwise ASCII digits
+/// only (after decoding), at least 1. A number too large for `usize` is past any
+/// last page, so it saturates rather than being refused.
+fn parse_page(encoded: &str) -> Option<usize> {
+    let raw = decode(encoded)?;
+    if raw.is_empty() {
+        return Some(1);
+    }
+    if !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n = raw
+        .bytes()
+        .try_fold(0usize, |n, b| {
+            n.checked_mul(10)?.checked_add(usize::from(b - b'0'))
+        })
+        .unwrap_or(usize::MAX);
+    (n >= 1).then_some(n)
 }
 
 /// Decodes one `application/x-www-form-urlencoded` component: `+` is a space, `%XX`
@@ -148,6 +193,43 @@ mod tests {
         assert!(matches!(SearchQuery::parse(&long), Gate1::TooLong { .. }));
         let max = format!("q={}", "a".repeat(64));
         assert_eq!(valid(&max).match_copy().len(), 64);
+    }
+
+    #[test]
+    fn page_is_a_whole_number_from_1_given_at_most_once() {
+        assert_eq!(valid("q=ab").page(), 1);
+        assert_eq!(valid("q=ab&page=").page(), 1);
+        assert_eq!(valid("page=3&q=ab").page(), 3);
+        assert_eq!(valid("q=ab&page=%32").page(), 2);
+        assert_eq!(valid("q=ab&page=007").page(), 7);
+        assert_eq!(
+            valid("q=ab&page=99999999999999999999999").page(),
+            usize::MAX
+        );
+        for bad in ["0", "-1", "+2", "1.5", "two", "2%20", "%FF", " 2"] {
+            assert!(
+                matches!(
+                    SearchQuery::parse(&format!("q=ab&page={bad}")),
+                    Gate1::BadPage { .. }
+                ),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            SearchQuery::parse("q=ab&page=1&page=2"),
+            Gate1::Malformed(_)
+        ));
+        // Page twice is refused even with q missing; a bad page does not hide a
+        // missing or too short q.
+        assert!(matches!(
+            SearchQuery::parse("page=1&page=1"),
+            Gate1::Malformed(_)
+        ));
+        assert_eq!(SearchQuery::parse("page=x"), Gate1::Missing);
+        assert!(matches!(
+            SearchQuery::parse("q=k&page=x"),
+            Gate1::TooShort { .. }
+        ));
     }
 
     #[test]

@@ -32,7 +32,7 @@ mod lookup;
 mod score;
 mod select;
 
-pub use highlight::highlight;
+pub use highlight::{highlight, marks, Marks};
 pub use index::RankIndex;
 use lookup::QueryWord;
 
@@ -51,23 +51,31 @@ pub struct SearchResult {
     pub rows: Vec<ScoredRow>,
     pub total: usize,
     pub truncated: bool,
-    /// For each row, the byte ranges of its title that matched (see [`highlight`]);
-    /// empty until [`SearchResult::highlight_titles`] fills it. The scorer fills it
-    /// once, so a cached result never recomputes it: the result is keyed by the
-    /// corpus fingerprint, so the titles it was computed on are the ones shown.
-    pub highlights: Vec<Vec<std::ops::Range<usize>>>,
+    /// For the first `highlights.len()` rows, what matched in each title (see
+    /// [`marks`]); empty until [`SearchResult::highlight_titles`] fills it. The
+    /// scorer fills it for the first page of rows only; later pages are marked when
+    /// first shown (see `CachedResult`). The result is keyed by the corpus
+    /// fingerprint, so the titles it was computed on are the ones shown.
+    pub highlights: Vec<Marks>,
 }
 
 impl SearchResult {
-    /// Fills [`SearchResult::highlights`] with [`highlight`] of each row's title for
-    /// `query` (a match copy); a row whose title `title_of` does not know gets none.
-    pub fn highlight_titles<'a>(&mut self, query: &str, title_of: impl Fn(i64) -> Option<&'a str>) {
+    /// Fills [`SearchResult::highlights`] with [`marks`] of the first `count` rows'
+    /// titles for `query` (a match copy); a row whose title `title_of` does not
+    /// know gets none.
+    pub fn highlight_titles<'a>(
+        &mut self,
+        query: &str,
+        count: usize,
+        title_of: impl Fn(i64) -> Option<&'a str>,
+    ) {
         self.highlights = self
             .rows
             .iter()
+            .take(count)
             .map(|row| {
                 title_of(row.page_id)
-                    .map(|t| highlight(t, query))
+                    .map(|t| marks(t, query))
                     .unwrap_or_default()
             })
             .collect();

@@ -11,6 +11,7 @@ mod highlight;
 mod identity;
 mod matrix;
 mod pages;
+mod paging;
 mod privacy;
 mod slots;
 mod validation;

@@ -1,11 +1,17 @@
 //! The HTML answers: `search.html` for every outcome, with the form kept and matched
 //! words marked (each run escaped by the template). The result table is rendered
-//! once per cache entry (`search_rows.html`) and reused by every hit.
+//! once per cache entry and page (`search_rows.html`) and reused by every hit.
+//!
+//! A page of results says which rows it shows ("Showing 51–100 of 862 matches"),
+//! links the pages before and after (`rel="prev"`/`rel="next"`, keeping `q`), says
+//! when the results stop before the last match (a scoring keeps `MAX_PAGES`
+//! pages) and when the page includes close (typo-corrected or prefix) matches. A
+//! page past the last is an empty page that says where the results end.
 
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
-use super::{displayed_rows, Outcome};
+use super::{displayed_rows, has_close_matches, Outcome, PageInfo};
 use crate::routes::{render, render_html};
 use crate::state::AppState;
 use crate::templates::format_time;
@@ -27,6 +33,31 @@ struct SearchContext<'a> {
     shown: usize,
     truncated: bool,
     cache: Option<&'static str>,
+    /// The page shown (from 1) and how many there are.
+    page: usize,
+    pages: usize,
+    /// Numbers of the first and last rows shown (0 without rows).
+    first: usize,
+    last: usize,
+    /// Matches exist past the last page; `kept` matches can be paged through.
+    capped: bool,
+    kept: usize,
+    /// A shown row matched a word only as a close (typo-corrected or prefix) match.
+    close_matches: bool,
+    /// Links to the previous, next and last pages (query kept), when there are.
+    prev_href: Option<String>,
+    next_href: Option<String>,
+    last_href: Option<String>,
+}
+
+/// `/search?q=…` for page `page` of `display` (page 1 without `page`).
+fn page_href(display: &str, page: usize) -> String {
+    let q = percent_encoding::utf8_percent_encode(display, percent_encoding::NON_ALPHANUMERIC);
+    if page <= 1 {
+        format!("/search?q={q}")
+    } else {
+        format!("/search?q={q}&page={page}")
+    }
 }
 
 #[derive(Serialize)]
@@ -101,28 +132,53 @@ pub(super) fn html_response(
         shown: 0,
         truncated: false,
         cache: None,
+        page: 1,
+        pages: 1,
+        first: 0,
+        last: 0,
+        capped: false,
+        kept: 0,
+        close_matches: false,
+        prev_href: None,
+        next_href: None,
+        last_href: None,
     };
     if let Outcome::Answered {
+        page,
         result,
         snapshot,
         cache,
         ..
     } = outcome
     {
-        let shown = result.result.rows.len();
-        ctx.rows_html = result.html_rows(|| rows_html(state, result, snapshot));
-        ctx.shown = shown;
-        ctx.total = result.result.total;
-        ctx.truncated = result.result.truncated;
-        ctx.cache = Some(cache.as_str());
+        let page = *page;
         // The page depends on nothing else: a repeated search is a copy of bytes.
         let variant = format!(
-            "{}\u{0}{}\u{0}{}",
+            "{}\u{0}{page}\u{0}{}\u{0}{}",
             crate::routes::page_variant(req),
             ctx.q,
             cache.as_str()
         );
-        return match result.page(variant, || render_html(state, req, "search.html", &ctx)) {
+        let info = PageInfo::of(result, page);
+        ctx.total = result.result.total;
+        ctx.shown = info.shown;
+        ctx.truncated = ctx.total > info.shown;
+        ctx.cache = Some(cache.as_str());
+        ctx.page = page;
+        ctx.pages = info.pages;
+        ctx.first = info.first;
+        ctx.last = info.last;
+        ctx.capped = info.capped;
+        ctx.kept = result.result.rows.len();
+        let display = ctx.q;
+        ctx.prev_href = (page > 1 && info.shown > 0).then(|| page_href(display, page - 1));
+        ctx.next_href = (page < info.pages).then(|| page_href(display, page + 1));
+        ctx.last_href = (info.shown == 0 && ctx.total > 0).then(|| page_href(display, info.pages));
+        return match result.page(variant, || {
+            ctx.rows_html = result.html_rows(page, || rows_html(state, result, page, snapshot));
+            ctx.close_matches = has_close_matches(result, page, snapshot);
+            render_html(state, req, "search.html", &ctx)
+        }) {
             Ok(body) => HttpResponse::build(kind.status)
                 .content_type("text/html; charset=utf-8")
                 .body(body),
@@ -137,17 +193,18 @@ struct RowsContext {
     results: Vec<TableRow>,
 }
 
-/// The result table of `result` over `snapshot`, rendered once per cache entry; a
-/// template error is logged and leaves the table out.
+/// The result table of page `page_no` of `result` over `snapshot`, rendered once
+/// per cache entry and page; a template error is logged and leaves the table out.
 fn rows_html(
     state: &AppState,
     result: &crate::actors::cache::CachedResult,
+    page_no: usize,
     snapshot: &crate::search::corpus::Snapshot,
 ) -> String {
-    let results = displayed_rows(&result.result, snapshot)
+    let results = displayed_rows(result, page_no, snapshot)
         .map(|(row, page, marks)| TableRow {
             slug: page.slug.clone(),
-            title: highlighted(&page.title, marks),
+            title: highlighted(&page.title, &marks.ranges),
             score: format!("{:.1}", row.score),
             updated_at: format_time(page.updated_at),
         })

@@ -1,13 +1,21 @@
 //! The JSON answers (`Accept: application/json`): results on 200, RFC 9457 problem
 //! details otherwise, with the statuses, types and titles of the outcome table.
+//!
+//! A 200 answer carries one page of results: `page` (as asked, from 1), `pages`
+//! (how many there are), `truncated` (true when `results` does not hold every
+//! match: more pages, or matches past the last page), `capped` (true when
+//! matches exist past the last page: a scoring keeps `MAX_PAGES` pages) and
+//! `close_matches` (true when a row of this page matched a word only as a close,
+//! typo-corrected or prefix, match). Page 1 is what a search answered before
+//! paging, with these fields added.
 
 use actix_web::HttpResponse;
 use serde::Serialize;
 
-use super::{displayed_rows, Outcome};
+use super::{displayed_rows, has_close_matches, Outcome, PageInfo};
+use crate::actors::cache::CachedResult;
 use crate::routes::problem::Problem;
 use crate::search::corpus::Snapshot;
-use crate::search::rank::SearchResult;
 use crate::state::AppState;
 
 #[derive(Serialize)]
@@ -42,11 +50,15 @@ fn char_marks(title: &str, ranges: &[std::ops::Range<usize>]) -> Vec<[usize; 2]>
 #[derive(Serialize)]
 struct JsonAnswer<'a> {
     query: &'a str,
-    /// The `results` array, serialized once per cache entry.
+    /// The `results` array of this page, serialized once per cache entry and page.
     results: &'a serde_json::value::RawValue,
     total: usize,
     truncated: bool,
     cache: &'static str,
+    page: usize,
+    pages: usize,
+    capped: bool,
+    close_matches: bool,
 }
 
 #[derive(Serialize)]
@@ -58,15 +70,15 @@ struct JsonShort<'a> {
     message: &'a str,
 }
 
-/// The `results` array of `result` over `snapshot`, as JSON text.
-fn rows(result: &SearchResult, snapshot: &Snapshot) -> String {
-    let rows: Vec<ResultRow> = displayed_rows(result, snapshot)
-        .map(|(row, page, ranges)| ResultRow {
+/// The `results` array of page `page_no` of `result` over `snapshot`, as JSON text.
+fn rows(result: &CachedResult, page_no: usize, snapshot: &Snapshot) -> String {
+    let rows: Vec<ResultRow> = displayed_rows(result, page_no, snapshot)
+        .map(|(row, page, marks)| ResultRow {
             slug: page.slug.clone(),
             title: page.title.clone(),
             score: (f64::from(row.score) * 100.0).round() / 100.0,
             updated_at: page.updated_at,
-            marks: char_marks(&page.title, ranges),
+            marks: char_marks(&page.title, &marks.ranges),
         })
         .collect();
     serde_json::to_string(&rows).expect("rows serialize")
@@ -77,22 +89,28 @@ pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse
     match outcome {
         Outcome::Answered {
             display,
+            page,
             result,
             snapshot,
             cache,
         } => {
             // The body depends on nothing else: a repeated search copies bytes.
-            let variant = format!("json\u{0}{display}\u{0}{}", cache.as_str());
+            let variant = format!("json\u{0}{page}\u{0}{display}\u{0}{}", cache.as_str());
             let body = result.page(variant, || {
-                let rows = result.json_rows(|| rows(&result.result, snapshot));
+                let info = PageInfo::of(result, *page);
+                let rows = result.json_rows(*page, || rows(result, *page, snapshot));
                 let results: &serde_json::value::RawValue =
                     serde_json::from_str(rows).expect("rows are JSON");
                 serde_json::to_string(&JsonAnswer {
                     query: display,
                     results,
                     total: result.result.total,
-                    truncated: result.result.truncated,
+                    truncated: result.result.total > info.shown,
                     cache: cache.as_str(),
+                    page: info.page,
+                    pages: info.pages,
+                    capped: info.capped,
+                    close_matches: has_close_matches(result, *page, snapshot),
                 })
             });
             match body {

@@ -1,4 +1,4 @@
-//! `GET /search?q=…`: the five gates in order, then one response per outcome.
+//! `GET /search?q=…&page=N`: the five gates in order, then one response per outcome.
 //!
 //! [`run`] walks the gates and returns an [`Outcome`]; [`respond::respond`] maps each outcome
 //! to its status, headers and body (HTML, or JSON when the client accepts it). After
@@ -14,18 +14,17 @@ mod json;
 pub mod outcome;
 mod respond;
 
-use std::ops::Range;
 use std::time::Instant;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::actors::cache::{self, Answer, CacheKey, ScoringFailed};
+use crate::actors::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
 use crate::budget::store::StoreError;
 use crate::budget::Decision;
 use crate::db::pages::Candidate;
 use crate::search::corpus::Snapshot;
 use crate::search::query::{Gate1, SearchQuery};
-use crate::search::rank::{ScoredRow, SearchResult};
+use crate::search::rank::{Marks, ScoredRow};
 use crate::state::AppState;
 
 pub use outcome::{CacheStatus, Outcome};
@@ -60,8 +59,10 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
             return Outcome::TooLong { display }
         }
         Gate1::TooShort { display } => return Outcome::TooShort { display },
+        Gate1::BadPage { display } => return Outcome::BadPage { display },
     };
     let display = query.display().to_owned();
+    let page = query.page();
 
     // Admission: a bounded number of valid searches between here and the cache's
     // decision, so every queue behind it (actor mailboxes included) is bounded too.
@@ -127,6 +128,7 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         Ok(Answer::Hit(result)) => {
             return Outcome::Answered {
                 display,
+                page,
                 result,
                 snapshot,
                 cache: CacheStatus::Hit,
@@ -149,6 +151,7 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     match outcome.await {
         Ok(Ok(result)) => Outcome::Answered {
             display,
+            page,
             result,
             snapshot,
             cache,
@@ -157,21 +160,59 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     }
 }
 
-/// The rows to show: each cached `(page_id, score)` mapped onto the freshly fetched
-/// display fields, with the byte ranges of its title to mark. An id is always found,
-/// because the result's fingerprint (ids and versions) is the snapshot's.
+/// The rows of page `page` to show: each cached `(page_id, score)` mapped onto the
+/// freshly fetched display fields, with what matched in its title (marked on first
+/// use of the page). An id is always found, because the result's fingerprint (ids
+/// and versions) is the snapshot's.
 pub(super) fn displayed_rows<'a>(
-    result: &'a SearchResult,
+    result: &'a CachedResult,
+    page: usize,
     snapshot: &'a Snapshot,
-) -> impl Iterator<Item = (&'a ScoredRow, &'a Candidate, &'a [Range<usize>])> + 'a {
-    let marks = result
-        .highlights
-        .iter()
-        .map(Vec::as_slice)
-        .chain(std::iter::repeat(&[][..]));
+) -> impl Iterator<Item = (&'a ScoredRow, &'a Candidate, &'a Marks)> + 'a {
+    let marks = result.marks(page, |id| snapshot.page(id).map(|p| p.title.as_str()));
     result
-        .rows
+        .rows(page)
         .iter()
         .zip(marks)
         .filter_map(|(row, marks)| Some((row, snapshot.page(row.page_id)?, marks)))
+}
+
+/// Whether page `page` shows a close (typo-corrected or prefix) match.
+pub(super) fn has_close_matches(result: &CachedResult, page: usize, snapshot: &Snapshot) -> bool {
+    displayed_rows(result, page, snapshot).any(|(_, _, marks)| marks.close)
+}
+
+/// Where page `page` stands among the pages of `result`, as both answers tell it.
+pub(super) struct PageInfo {
+    /// The page asked for (from 1).
+    pub page: usize,
+    /// Pages there are (at least 1).
+    pub pages: usize,
+    /// Rows on this page (0 past the last page).
+    pub shown: usize,
+    /// 1-based number of this page's first row (0 without rows).
+    pub first: usize,
+    /// Number of its last row.
+    pub last: usize,
+    /// Matches exist past the kept rows: the results were cut at `MAX_PAGES`.
+    pub capped: bool,
+}
+
+impl PageInfo {
+    pub(super) fn of(result: &CachedResult, page: usize) -> Self {
+        let shown = result.rows(page).len();
+        let first = if shown == 0 {
+            0
+        } else {
+            (page - 1) * result.page_size() + 1
+        };
+        PageInfo {
+            page,
+            pages: result.pages(),
+            shown,
+            first,
+            last: if shown == 0 { 0 } else { first + shown - 1 },
+            capped: result.result.truncated,
+        }
+    }
 }

@@ -40,6 +40,8 @@ pub enum Outcome {
     Malformed(&'static str),
     /// Raw or normalized `q` over 64 chars: 400, form kept.
     TooLong { display: String },
+    /// `page` is not a whole number from 1: 400, form kept.
+    BadPage { display: String },
     /// Normalized under 2 chars: 200 with guidance, no scan.
     TooShort { display: String },
     /// `SEARCH_MAX_IN_FLIGHT` valid searches are already in flight: 503 with
@@ -58,9 +60,11 @@ pub enum Outcome {
     Busy { display: String },
     /// Scoring panicked, or the database failed: 500.
     Failed { display: String },
-    /// Scored or found in the cache: 200.
+    /// Scored or found in the cache: 200, showing page `page` (from 1; past the
+    /// last page it shows no rows and says where the results end).
     Answered {
         display: String,
+        page: usize,
         result: Arc<CachedResult>,
         snapshot: Arc<Snapshot>,
         cache: CacheStatus,
@@ -118,7 +122,7 @@ const fn busy(label: &'static str) -> OutcomeKind {
 }
 
 /// Every kind of outcome, in the order of the outcome matrix.
-pub const KINDS: [OutcomeKind; 12] = [
+pub const KINDS: [OutcomeKind; 13] = [
     row("303", StatusCode::SEE_OTHER, None, "Search", "", "invalid"),
     row(
         "400",
@@ -134,6 +138,14 @@ pub const KINDS: [OutcomeKind; 12] = [
         INVALID,
         "Invalid search",
         "Search text can be at most 64 characters.",
+        "invalid",
+    ),
+    row(
+        "400",
+        StatusCode::BAD_REQUEST,
+        INVALID,
+        "Invalid search",
+        "The page number must be a whole number from 1.",
         "invalid",
     ),
     row(
@@ -182,16 +194,17 @@ impl Outcome {
             Outcome::Missing => 0,
             Outcome::Malformed(_) => 1,
             Outcome::TooLong { .. } => 2,
-            Outcome::TooShort { .. } => 3,
-            Outcome::Overloaded { .. } => 4,
-            Outcome::BudgetUnavailable { .. } => 5,
-            Outcome::Refused { .. } => 6,
-            Outcome::Busy { .. } => 7,
-            Outcome::Failed { .. } => 8,
+            Outcome::BadPage { .. } => 3,
+            Outcome::TooShort { .. } => 4,
+            Outcome::Overloaded { .. } => 5,
+            Outcome::BudgetUnavailable { .. } => 6,
+            Outcome::Refused { .. } => 7,
+            Outcome::Busy { .. } => 8,
+            Outcome::Failed { .. } => 9,
             Outcome::Answered { cache, .. } => match cache {
-                CacheStatus::Hit => 9,
-                CacheStatus::Miss => 10,
-                CacheStatus::Join => 11,
+                CacheStatus::Hit => 10,
+                CacheStatus::Miss => 11,
+                CacheStatus::Join => 12,
             },
         }]
     }
@@ -247,6 +260,7 @@ impl Outcome {
         match self {
             Outcome::Missing | Outcome::Malformed(_) => "",
             Outcome::TooLong { display }
+            | Outcome::BadPage { display }
             | Outcome::TooShort { display }
             | Outcome::Overloaded { display }
             | Outcome::BudgetUnavailable { display }

@@ -63,10 +63,28 @@ const MAX_PART_CLUSTERS: usize = 64;
 ///
 /// Never panics; an empty title or query, or one without words, gives no ranges.
 pub fn highlight(title: &str, query: &str) -> Vec<Range<usize>> {
+    marks(title, query).ranges
+}
+
+/// What [`marks`] found in one title.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Marks {
+    /// The byte ranges to mark, as [`highlight`] gives them.
+    pub ranges: Vec<Range<usize>>,
+    /// Whether a marked word matched no query word exactly (after folding): it was
+    /// found within a typo budget, or as a longer word the last query word begins.
+    pub close: bool,
+}
+
+/// [`highlight`], and whether any marked word is a close (typo-corrected or
+/// prefix) match rather than one of the query's words as typed (case and accents
+/// aside): a marked piece is exact when some query word matched one of its words
+/// with full quality.
+pub fn marks(title: &str, query: &str) -> Marks {
     let words = query_words(query);
     let pieces = pieces(title);
     if words.is_empty() || pieces.is_empty() {
-        return Vec::new();
+        return Marks::default();
     }
     let index = RankIndex::build(
         pieces
@@ -93,8 +111,14 @@ pub fn highlight(title: &str, query: &str) -> Vec<Range<usize>> {
     let comparator = osa::BatchComparator::new(prefix_word.chars.iter().copied());
 
     let mut marks = vec![Mark::None; pieces.len()];
+    let mut exact = vec![false; pieces.len()];
     for (i, hits) in matches.hits.iter().enumerate() {
         for hit in hits {
+            if hit.quality >= 1.0 {
+                for &p in index.postings(hit.word) {
+                    exact[p as usize] = true;
+                }
+            }
             let head = if i == last && prefix_word.prefix {
                 let whole = whole_hits.iter().find(|w| w.word == hit.word);
                 if whole.is_some_and(|w| w.quality >= hit.quality) {
@@ -122,7 +146,11 @@ pub fn highlight(title: &str, query: &str) -> Vec<Range<usize>> {
     }
 
     let mut out: Vec<Range<usize>> = Vec::new();
+    let mut close = false;
     for (p, (piece, mark)) in pieces.iter().zip(&marks).enumerate() {
+        if !matches!(mark, Mark::None) && !exact[p] {
+            close = true;
+        }
         let range = match *mark {
             Mark::None => continue,
             Mark::Whole => piece.clone(),
@@ -136,7 +164,7 @@ pub fn highlight(title: &str, query: &str) -> Vec<Range<usize>> {
             _ => out.push(range),
         }
     }
-    out
+    Marks { ranges: out, close }
 }
 
 /// How a piece is highlighted.
@@ -380,6 +408,22 @@ mod tests {
         // Short words need an exact match.
         assert!(marked("to be or not", "tx").is_empty());
         assert_eq!(marked("to be or not", "or"), ["or"]);
+    }
+
+    #[test]
+    fn close_tells_typo_corrected_and_prefix_matches_from_exact_ones() {
+        let title = "Kubernetes deployment guide";
+        let exact = |q: &str| !marks(title, &normalize(q)).close;
+        assert!(exact("kubernetes guide"));
+        assert!(exact("KUBERNETES"));
+        assert!(exact("Kubernetes cooking"));
+        assert!(!exact("kubrenetes"));
+        assert!(!exact("kubernetes deplo"));
+        assert!(!exact("guide kubrenetes"));
+        assert!(exact("zzqxj"), "nothing marked, nothing close");
+        // Folded accents are exact.
+        assert!(!marks("Café crème", "cafe creme").close);
+        assert!(marks("Cafés of Paris", "cafe").close);
     }
 
     #[test]
