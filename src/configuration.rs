@@ -8,6 +8,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
 use crate::clock::{Clock, SystemClock};
 use crate::search::client_ip::TrustedProxies;
@@ -70,6 +71,15 @@ pub struct ServeArgs {
     /// a bare IP means /32 or /128.
     #[arg(long, env = "TRUSTED_PROXY_CIDRS", default_value = "")]
     pub trusted_proxy_cidrs: String,
+    /// Keep the search, publish and PIN-failure counters in this Redis or Valkey
+    /// (`redis://[:password@]host:port/db`) instead of the SQLite file, so replicas
+    /// on several hosts share one budget. Unset: SQLite.
+    #[arg(long, env = "AGENT_PAGES_REDIS_URL", hide_env_values = true)]
+    pub redis_url: Option<String>,
+    /// Milliseconds one Redis call may take; past it the request is answered 503
+    /// (`budget-unavailable`) without the budget.
+    #[arg(long, env = "AGENT_PAGES_REDIS_TIMEOUT_MS", default_value = "50")]
+    pub redis_timeout_ms: String,
 }
 
 /// A configuration value that cannot be used; the message names the variable.
@@ -96,6 +106,8 @@ pub struct Settings {
     pub publish_budget: Budget,
     /// Failed PIN checks per client and hour.
     pub pin_failure_budget: Budget,
+    /// The shared budget store; `None` keeps the counters in the SQLite file.
+    pub redis: Option<RedisSettings>,
     pub trusted_proxies: TrustedProxies,
     /// The clock budgets are counted with; tests inject a manual one.
     pub clock: Arc<dyn Clock>,
@@ -138,6 +150,7 @@ impl Settings {
             search_budget: Budget::search(20, 200),
             publish_budget: Budget::publish(30, 300),
             pin_failure_budget: Budget::pin_failures(PIN_FAILURES_PER_HOUR),
+            redis: None,
             trusted_proxies: TrustedProxies::default(),
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
@@ -196,6 +209,30 @@ impl Settings {
             value: args.trusted_proxy_cidrs.clone(),
             reason: format!("{e}"),
         })?;
+        let redis_timeout_ms: u64 = number(
+            "AGENT_PAGES_REDIS_TIMEOUT_MS",
+            &args.redis_timeout_ms,
+            1,
+            60_000,
+        )?;
+        let redis = args
+            .redis_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|url| !url.is_empty())
+            .map(|url| {
+                RedisSettings::check_url(url).map_err(|reason| ConfigError {
+                    variable: "AGENT_PAGES_REDIS_URL",
+                    // The URL may hold a password: never echo it.
+                    value: "<hidden>".into(),
+                    reason,
+                })?;
+                Ok(RedisSettings {
+                    call_timeout: std::time::Duration::from_millis(redis_timeout_ms),
+                    ..RedisSettings::new(url)
+                })
+            })
+            .transpose()?;
         Ok(Self {
             bind: socket_addr("AGENT_PAGES_BIND", &args.bind)?,
             metrics_bind: args
@@ -210,6 +247,7 @@ impl Settings {
             search_budget,
             publish_budget,
             pin_failure_budget: Budget::pin_failures(PIN_FAILURES_PER_HOUR),
+            redis,
             trusted_proxies,
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
@@ -277,6 +315,31 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(err.variable, "TRUSTED_PROXY_CIDRS");
+    }
+
+    #[test]
+    fn a_bad_redis_url_names_its_variable_and_hides_the_password() {
+        for url in ["http://:s3cret@cache", "rediss://:s3cret@cache:6380"] {
+            let err = parse(&["--redis-url", url]).err().unwrap();
+            assert_eq!(err.variable, "AGENT_PAGES_REDIS_URL");
+            assert!(!err.to_string().contains("s3cret"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_redis_url_selects_the_shared_store_with_its_deadline() {
+        let s = parse(&[
+            "--redis-url",
+            "redis://127.0.0.1:6379/3",
+            "--redis-timeout-ms",
+            "80",
+        ])
+        .unwrap();
+        let redis = s.redis.unwrap();
+        assert_eq!(redis.url, "redis://127.0.0.1:6379/3");
+        assert_eq!(redis.call_timeout, std::time::Duration::from_millis(80));
+        assert!(redis.server_clock);
+        assert!(parse(&[]).unwrap().redis.is_none());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use tracing_actix_web::TracingLogger;
 use crate::actors::cache::Cache;
 use crate::actors::rate_limiter::RateLimiter;
 use crate::actors::scorer::ScorerPool;
+use crate::budget::redis::RedisCounters;
 use crate::budget::store::{BudgetStore, StoreError};
 use crate::clock::Clock;
 use crate::configuration::Settings;
@@ -57,16 +58,33 @@ impl Application {
         }
 
         let pool = db::create_pool(&settings.database, 16)?;
-        // The factory runs once (one thread) and takes the already-open connection.
-        let write_conn = Mutex::new(Some(conn));
-        let rate_limiter = SyncArbiter::start(1, move || {
-            let conn = write_conn
-                .lock()
-                .expect("unpoisoned")
-                .take()
-                .expect("one rate limiter thread");
-            RateLimiter::new(conn)
-        });
+        let budget_store = match &settings.redis {
+            None => {
+                // The factory runs once (one thread) and takes the already-open
+                // connection.
+                let write_conn = Mutex::new(Some(conn));
+                let rate_limiter = SyncArbiter::start(1, move || {
+                    let conn = write_conn
+                        .lock()
+                        .expect("unpoisoned")
+                        .take()
+                        .expect("one rate limiter thread");
+                    RateLimiter::new(conn)
+                });
+                BudgetStore::sqlite(rate_limiter)
+            }
+            Some(redis) => {
+                drop(conn);
+                let counters = RedisCounters::connect_lazily(redis)
+                    .context("AGENT_PAGES_REDIS_URL: cannot make a Redis client")?;
+                tracing::info!(
+                    redis = %redis.describe(),
+                    timeout_ms = redis.call_timeout.as_millis() as u64,
+                    "budget counters in Redis (connected on first use)"
+                );
+                BudgetStore::redis(counters)
+            }
+        };
         let metrics = Arc::new(Metrics::new(&routes::search::outcome::labels(
             &settings.search_budget,
         )));
@@ -95,7 +113,6 @@ impl Application {
             .map(|b| b.horizon())
             .max()
             .unwrap_or(0);
-        let budget_store = BudgetStore::sqlite(rate_limiter);
         let state = web::Data::new(AppState {
             pool,
             templates: templates::load().context("parsing templates")?,

@@ -4,11 +4,18 @@
 //!
 //! - SQLite (the default): the RateLimiter actor's transaction on the service's own
 //!   database file; processes on one host sharing the file share the budget.
+//! - Redis or Valkey (`AGENT_PAGES_REDIS_URL`): one server-side script per call
+//!   ([`super::redis`]); replicas on any number of hosts share the budget.
+//!
+//! Whichever it is, the store's health is tracked here: the event log says once
+//! when it stops answering and once when it answers again, not once per request.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use actix::Addr;
 
+use super::redis::RedisCounters;
 use super::{BucketKeys, Budget, Decision};
 use crate::actors::rate_limiter::{self, RateLimiter};
 use crate::db::DbError;
@@ -27,6 +34,10 @@ pub enum StoreError {
     /// The RateLimiter actor is gone (shutting down).
     #[error("rate limiter: {0}")]
     Mailbox(#[from] actix::MailboxError),
+    /// Redis answered something the budget script never returns (a bug, or a key
+    /// of ours overwritten by someone else): answer 500.
+    #[error("budget store answer: {0}")]
+    Redis(String),
 }
 
 impl From<DbError> for StoreError {
@@ -45,38 +56,89 @@ impl From<DbError> for StoreError {
 #[derive(Clone)]
 pub struct BudgetStore {
     backend: Backend,
+    /// `true` while the store answers (or has not failed yet); shared by clones.
+    up: Arc<AtomicBool>,
 }
 
 #[derive(Clone)]
 enum Backend {
     Sqlite(Addr<RateLimiter>),
+    Redis(RedisCounters),
 }
 
 impl BudgetStore {
     /// The counters in SQLite, written by `rate_limiter`.
     pub fn sqlite(rate_limiter: Addr<RateLimiter>) -> Self {
+        Self::with(Backend::Sqlite(rate_limiter))
+    }
+
+    /// The counters in Redis (or Valkey), shared by every replica using it.
+    pub fn redis(counters: RedisCounters) -> Self {
+        Self::with(Backend::Redis(counters))
+    }
+
+    fn with(backend: Backend) -> Self {
         Self {
-            backend: Backend::Sqlite(rate_limiter),
+            backend,
+            up: Arc::new(AtomicBool::new(true)),
         }
     }
 
+    /// Which store this is, for logs and docs: `sqlite` or `redis`.
+    pub fn kind(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Redis(_) => "redis",
+        }
+    }
+
+    /// Notes the result of a call: the first [`StoreError::Unavailable`] after an
+    /// answer logs a warning, the first answer after one logs the recovery.
+    fn observe<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        match &result {
+            Err(StoreError::Unavailable(e)) => {
+                if self.up.swap(false, Ordering::SeqCst) {
+                    tracing::warn!(
+                        store = self.kind(),
+                        error = %e,
+                        "budget store unavailable: budgeted requests are refused with 503 until it answers"
+                    );
+                }
+            }
+            Ok(_) => {
+                if !self.up.swap(true, Ordering::SeqCst) {
+                    tracing::info!(store = self.kind(), "budget store answers again");
+                }
+            }
+            Err(_) => {}
+        }
+        result
+    }
+
     /// Counts one request in every window of `budget` for `keys` at `now` (unix
-    /// seconds) if all are under their limits; otherwise changes nothing.
+    /// seconds; Redis aligns windows with its own clock instead) if all are under
+    /// their limits; otherwise changes nothing.
+    ///
+    /// Errors: [`StoreError::Unavailable`] when the store did not answer in time.
     pub async fn spend(
         &self,
         budget: &Arc<Budget>,
         keys: BucketKeys,
         now: i64,
     ) -> Result<Decision, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(addr) => Ok(addr
+        let result = match &self.backend {
+            Backend::Sqlite(addr) => addr
                 .send(rate_limiter::Spend {
                     budget: budget.clone(),
                     keys,
                     now,
                 })
-                .await??),
-        }
+                .await
+                .map_err(StoreError::from)
+                .and_then(|r| r.map_err(StoreError::from)),
+            Backend::Redis(redis) => redis.spend(budget, &keys, now).await,
+        };
+        self.observe(result)
     }
 
     /// The counts of `keys` in the windows containing `now`, unchanged.
@@ -86,15 +148,19 @@ impl BudgetStore {
         keys: BucketKeys,
         now: i64,
     ) -> Result<Vec<i64>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(addr) => Ok(addr
+        let result = match &self.backend {
+            Backend::Sqlite(addr) => addr
                 .send(rate_limiter::Peek {
                     budget: budget.clone(),
                     keys,
                     now,
                 })
-                .await??),
-        }
+                .await
+                .map_err(StoreError::from)
+                .and_then(|r| r.map_err(StoreError::from)),
+            Backend::Redis(redis) => redis.peek(budget, &keys, now).await,
+        };
+        self.observe(result)
     }
 
     /// Counts one event in every window of `keys` at `now` whatever the limits;
@@ -105,15 +171,19 @@ impl BudgetStore {
         keys: BucketKeys,
         now: i64,
     ) -> Result<Vec<i64>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(addr) => Ok(addr
+        let result = match &self.backend {
+            Backend::Sqlite(addr) => addr
                 .send(rate_limiter::Record {
                     budget: budget.clone(),
                     keys,
                     now,
                 })
-                .await??),
-        }
+                .await
+                .map_err(StoreError::from)
+                .and_then(|r| r.map_err(StoreError::from)),
+            Backend::Redis(redis) => redis.record(budget, &keys, now).await,
+        };
+        self.observe(result)
     }
 
     /// Does the store answer now? A read that changes nothing (for `/readyz`).
@@ -129,6 +199,8 @@ impl BudgetStore {
     pub async fn sweep(&self, now: i64, horizon: i64) -> Result<usize, StoreError> {
         match &self.backend {
             Backend::Sqlite(addr) => Ok(addr.send(rate_limiter::Sweep { now, horizon }).await??),
+            // Every Redis key expires at the end of its window.
+            Backend::Redis(_) => Ok(0),
         }
     }
 }

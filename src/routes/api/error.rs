@@ -50,6 +50,10 @@ pub enum ApiError {
     /// This client had too many wrong PINs this hour; `retry_after` is in seconds.
     #[error("too many wrong PINs from this client: try again in {retry_after} seconds")]
     TooManyPinFailures { retry_after: i64 },
+    /// The budget store (Redis, or a SQLite file locked past its timeout) did not
+    /// answer in time, so the PIN-failure count cannot be checked: retry in a second.
+    #[error("the request budget cannot be checked right now; please retry in a second")]
+    BudgetUnavailable,
     /// Anything else: a database or worker failure. The cause is logged only.
     #[error("something went wrong on our side; please try again")]
     Internal(#[source] anyhow::Error),
@@ -72,7 +76,7 @@ const fn kind(status: StatusCode, problem_type: &'static str, title: &'static st
 }
 
 /// Every kind the API answers with, in the order the docs list them.
-pub const KINDS: [Kind; 12] = [
+pub const KINDS: [Kind; 13] = [
     kind(
         StatusCode::BAD_REQUEST,
         "/problems/validation",
@@ -117,6 +121,11 @@ pub const KINDS: [Kind; 12] = [
         "Too many wrong PINs",
     ),
     kind(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/problems/budget-unavailable",
+        "Budget store unavailable",
+    ),
+    kind(
         StatusCode::INTERNAL_SERVER_ERROR,
         "/problems/internal",
         "Internal error",
@@ -138,7 +147,8 @@ impl ApiError {
             ApiError::WrongPin => 8,
             ApiError::PageLocked => 9,
             ApiError::TooManyPinFailures { .. } => 10,
-            ApiError::Internal(_) => 11,
+            ApiError::BudgetUnavailable => 11,
+            ApiError::Internal(_) => 12,
         }]
     }
 
@@ -199,6 +209,7 @@ impl ResponseError for ApiError {
         let kind = self.kind();
         let retry_after = match self {
             ApiError::TooManyPinFailures { retry_after } => Some((*retry_after).max(1)),
+            ApiError::BudgetUnavailable => Some(1),
             _ => None,
         };
         let problem = Problem {

@@ -23,7 +23,7 @@ use super::types::{
             /problems/not-found (404), /problems/method-not-allowed (405), \
             /problems/conflict (409), /problems/pin-required (403), /problems/wrong-pin (403), \
             /problems/page-locked (403), /problems/too-many-pin-failures (429, with Retry-After), \
-            /problems/internal (500). After 10 wrong PINs in an hour (windows aligned to the \
+            /problems/budget-unavailable (503, with Retry-After: 1), /problems/internal (500). After 10 wrong PINs in an hour (windows aligned to the \
             Unix epoch) a client gets 429 on every PIN-protected route until the hour ends."
     ),
     paths(

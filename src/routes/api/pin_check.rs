@@ -33,7 +33,8 @@ fn turn(bucket: &str) -> &'static Mutex<()> {
 /// unknown slug is [`ApiError::NotFound`]; a page without a PIN is
 /// [`ApiError::PageLocked`]; no header is [`ApiError::PinRequired`]; a header that is
 /// not UTF-8 is [`ApiError::Validation`]; a wrong PIN is counted against the client
-/// and is [`ApiError::WrongPin`]. Only the last costs an argon2 verification.
+/// and is [`ApiError::WrongPin`]. Only the last costs an argon2 verification. A
+/// budget store that does not answer is [`ApiError::BudgetUnavailable`] (503).
 pub async fn authorize(
     state: &AppState,
     req: &HttpRequest,
@@ -94,6 +95,11 @@ pub async fn authorize(
     Err(ApiError::WrongPin)
 }
 
+/// The store unreachable is a 503 the client may retry (logged once per incident by
+/// the store); any other failure a 500.
 fn store_error(e: StoreError) -> ApiError {
-    ApiError::Internal(e.into())
+    match e {
+        StoreError::Unavailable(_) => ApiError::BudgetUnavailable,
+        e => ApiError::Internal(e.into()),
+    }
 }
