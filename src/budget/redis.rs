@@ -14,8 +14,8 @@
 //! a value of an ended window counts as 0 and is overwritten on the next write, and
 //! an untouched key expires at its window's end, so nothing needs sweeping.
 //!
-//! A call never waits long: the client retries a connection once, with 2 × the call
-//! deadline as its own connect and response timeouts, and every call is cut off at
+//! A call never waits long: the client retries a connection once after 5–10 ms,
+//! with 2 × the call deadline as its own connect and response timeouts, and every call is cut off at
 //! the call deadline ([`DEFAULT_CALL_TIMEOUT`]) with [`StoreError::Unavailable`]. The
 //! connection is made lazily on the first call and remade by the client after a
 //! failure, so the service starts while Redis is down and recovers by itself.
@@ -30,6 +30,9 @@ use super::{BucketKeys, Budget, Decision};
 
 /// How long one Redis call may take before the request is answered without it.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// The pause before the client's single connection retry.
+const RETRY_DELAY: Duration = Duration::from_millis(5);
 
 /// The one script behind spend, peek and record.
 ///
@@ -175,8 +178,11 @@ impl RedisCounters {
         let inner = settings.call_timeout * 2;
         let config = ConnectionManagerConfig::new()
             .set_number_of_retries(1)
-            .set_min_delay(settings.call_timeout)
-            .set_max_delay(inner)
+            // Reconnecting while Redis is down: one more try soon after the first, so
+            // the connection a waiting call shares fails (or succeeds) well inside
+            // its deadline.
+            .set_min_delay(RETRY_DELAY)
+            .set_max_delay(RETRY_DELAY * 2)
             .set_connection_timeout(Some(inner))
             .set_response_timeout(Some(inner));
         Ok(Self {
