@@ -11,6 +11,7 @@ mod budget;
 mod common;
 #[path = "../search/matrix.rs"]
 mod matrix;
+mod outage;
 
 /// What the included tests call `crate::helpers`: the shared helpers, with the two
 /// spawn functions putting the budget in Redis.
