@@ -6,7 +6,7 @@
 
 #[path = "common/mod.rs"]
 mod helpers;
-mod support;
+use helpers::support;
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpListener;

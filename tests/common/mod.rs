@@ -23,8 +23,10 @@ use agent_pages::startup::Application;
 use agent_pages::state::AppState;
 use rusqlite::{Connection, OptionalExtension};
 
+/// The real-program helpers (a test binary that includes this file reaches them as
+/// `helpers::support` rather than including them a second time).
 #[path = "../support/mod.rs"]
-mod support;
+pub mod support;
 
 pub use support::RedisServer;
 
