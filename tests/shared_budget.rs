@@ -303,3 +303,42 @@ async fn redis_stopped_is_503_budget_unavailable_logged_once_and_redis_back_is_s
     );
     app.process.kill();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_starts_while_redis_is_down_and_counts_once_it_is_up() {
+    let mut redis = RedisServer::start();
+    redis.stop();
+    let (dir, database) = seeded_database();
+    let env = [("AGENT_PAGES_REDIS_TIMEOUT_MS", "5000")];
+    // Start-up does not wait for Redis: the ready line comes while it is down.
+    let app = Replica::start("replica", dir.path(), &database, &redis, &env);
+    let http = http();
+    let client = "198.51.100.7";
+    let search = || {
+        http.get(format!("{}/search?q=curl", app.url))
+            .header("X-Forwarded-For", client)
+            .send()
+    };
+    assert_eq!(search().await.unwrap().status(), 503);
+    assert_eq!(
+        http.get(format!("{}/", app.url))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+
+    redis.start_again();
+    let deadline = Instant::now() + support::READY_DEADLINE;
+    loop {
+        let status = search().await.unwrap().status();
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503, "while Redis comes up");
+        assert!(Instant::now() < deadline, "searches never succeeded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(stored(&redis, client, 0).map(|v| v.1), Some(1));
+}
