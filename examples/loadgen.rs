@@ -24,6 +24,8 @@ enum Mode {
     Same,
     /// Every request searches a query no other request used (a cache miss).
     Distinct,
+    /// Three of four requests search `--query` (hits), the fourth a new query (a miss).
+    Mixed,
 }
 
 #[derive(Debug, Parser)]
@@ -49,6 +51,56 @@ struct Args {
     /// Start all requests together after every connection is warm (a burst).
     #[arg(long)]
     burst: bool,
+    /// Page writes a second while searching: publishes 20 pages with a PIN through
+    /// the API, then updates them round robin at this rate (0 = no writes). The
+    /// server's publish budget must allow it.
+    #[arg(long, default_value_t = 0.0)]
+    write_rate: f64,
+}
+
+/// Publishes 20 pages, then updates one every `1/rate` seconds until `stop`;
+/// records each update's latency as `write-<status>`.
+async fn write_stream(
+    client: reqwest::Client,
+    url: String,
+    rate: f64,
+    results: Arc<Mutex<BTreeMap<String, Vec<Duration>>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) {
+    const PIN: &str = "loadgen-pin-1234";
+    let mut slugs = Vec::new();
+    for n in 0..20 {
+        let r = client
+            .post(format!("{url}/api/pages"))
+            .json(&serde_json::json!({"title": format!("Loadgen page {n} written under load"), "pin": PIN}))
+            .send()
+            .await
+            .expect("publish");
+        let created: serde_json::Value = r.json().await.expect("publish answer");
+        slugs.push(created["slug"].as_str().expect("a slug").to_owned());
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+    let mut k = 0usize;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        tick.tick().await;
+        let slug = &slugs[k % slugs.len()];
+        let t = Instant::now();
+        let status = client
+            .put(format!("{url}/api/pages/{slug}"))
+            .header("X-Page-Pin", PIN)
+            .json(&serde_json::json!({"title": format!("Loadgen page {k} revision {k}")}))
+            .send()
+            .await
+            .map(|r| r.status().as_u16().to_string())
+            .unwrap_or_else(|_| "error".into());
+        results
+            .lock()
+            .await
+            .entry(format!("write-{status}"))
+            .or_default()
+            .push(t.elapsed());
+        k += 1;
+    }
 }
 
 /// Ordinal word for distinct queries: a different word per request, so each is a
@@ -99,6 +151,16 @@ async fn main() {
     let results: Arc<Mutex<BTreeMap<String, Vec<Duration>>>> = Arc::default();
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let barrier = Arc::new(tokio::sync::Barrier::new(args.concurrency));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = (args.write_rate > 0.0).then(|| {
+        tokio::spawn(write_stream(
+            client.clone(),
+            args.url.clone(),
+            args.write_rate,
+            results.clone(),
+            stop.clone(),
+        ))
+    });
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..args.concurrency {
@@ -130,6 +192,8 @@ async fn main() {
                 let q = match mode {
                     Mode::Same => query.clone(),
                     Mode::Distinct => distinct_query(&query, i),
+                    Mode::Mixed if i % 4 == 0 => distinct_query(&query, i),
+                    Mode::Mixed => query.clone(),
                 };
                 let mut request = client.get(format!("{url}/search")).query(&[("q", q)]);
                 if clients > 0 {
@@ -160,8 +224,13 @@ async fn main() {
     for t in tasks {
         t.await.unwrap();
     }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(w) = writer {
+        w.await.unwrap();
+    }
     let elapsed = started.elapsed().as_secs_f64();
     let results = results.lock().await;
+    let total: usize = results.values().map(Vec::len).sum();
     println!(
         "{} requests, concurrency {}, mode {:?}, {:.2} s, {:.0} req/s",
         args.requests,
@@ -181,7 +250,7 @@ async fn main() {
             "{:<14} {:>7} {:>6.1}% {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
             class,
             sorted.len(),
-            100.0 * sorted.len() as f64 / args.requests as f64,
+            100.0 * sorted.len() as f64 / total as f64,
             percentile(&sorted, 0.5),
             percentile(&sorted, 0.9),
             percentile(&sorted, 0.99),

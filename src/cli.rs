@@ -21,7 +21,7 @@ pub struct Cli {
     command: Command,
 }
 
-// `serve`'s flags make its variant large; the enum is built once per process.
+// Parsed once per process: the size of the `serve` flags does not matter.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {

@@ -7,6 +7,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
@@ -67,6 +68,14 @@ pub struct ServeArgs {
     /// Address of the Prometheus `/metrics` listener; off when unset.
     #[arg(long, env = "AGENT_PAGES_METRICS_BIND")]
     pub metrics_bind: Option<String>,
+    /// Seconds a request body may take to arrive in full; a slower one is answered
+    /// 408 and its connection closed.
+    #[arg(long, env = "AGENT_PAGES_BODY_TIMEOUT_SECS", default_value = "10")]
+    pub body_timeout_secs: String,
+    /// Request bodies being received at once, over all clients; one more is
+    /// answered 503 at once.
+    #[arg(long, env = "AGENT_PAGES_MAX_OPEN_BODIES", default_value = "128")]
+    pub max_open_bodies: String,
     /// Comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed;
     /// a bare IP means /32 or /128.
     #[arg(long, env = "TRUSTED_PROXY_CIDRS", default_value = "")]
@@ -109,6 +118,7 @@ pub struct Settings {
     /// The shared budget store; `None` keeps the counters in the SQLite file.
     pub redis: Option<RedisSettings>,
     pub trusted_proxies: TrustedProxies,
+    pub requests: RequestLimits,
     /// The clock budgets are counted with; tests inject a manual one.
     pub clock: Arc<dyn Clock>,
     /// Test-only fault injection: called with the match copy at the start of every
@@ -124,6 +134,25 @@ pub struct SearchSettings {
     pub cache_entries: usize,
     pub result_limit: usize,
     pub max_in_flight: usize,
+}
+
+/// Bounds on reading request bodies (`AGENT_PAGES_BODY_TIMEOUT_SECS`,
+/// `AGENT_PAGES_MAX_OPEN_BODIES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimits {
+    /// A body must have arrived in full this long after its reading began.
+    pub body_timeout: Duration,
+    /// Bodies being read at once in the process.
+    pub max_open_bodies: usize,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        Self {
+            body_timeout: Duration::from_secs(10),
+            max_open_bodies: 128,
+        }
+    }
 }
 
 impl Default for SearchSettings {
@@ -152,6 +181,7 @@ impl Settings {
             pin_failure_budget: Budget::pin_failures(PIN_FAILURES_PER_HOUR),
             redis: None,
             trusted_proxies: TrustedProxies::default(),
+            requests: RequestLimits::default(),
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,
@@ -228,11 +258,25 @@ impl Settings {
                     reason,
                 })?;
                 Ok(RedisSettings {
-                    call_timeout: std::time::Duration::from_millis(redis_timeout_ms),
+                    call_timeout: Duration::from_millis(redis_timeout_ms),
                     ..RedisSettings::new(url)
                 })
             })
             .transpose()?;
+        let requests = RequestLimits {
+            body_timeout: Duration::from_secs(number(
+                "AGENT_PAGES_BODY_TIMEOUT_SECS",
+                &args.body_timeout_secs,
+                1,
+                3600,
+            )?),
+            max_open_bodies: number(
+                "AGENT_PAGES_MAX_OPEN_BODIES",
+                &args.max_open_bodies,
+                1,
+                100_000,
+            )?,
+        };
         Ok(Self {
             bind: socket_addr("AGENT_PAGES_BIND", &args.bind)?,
             metrics_bind: args
@@ -249,6 +293,7 @@ impl Settings {
             pin_failure_budget: Budget::pin_failures(PIN_FAILURES_PER_HOUR),
             redis,
             trusted_proxies,
+            requests,
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,
@@ -343,11 +388,20 @@ mod tests {
     }
 
     #[test]
+    fn a_zero_body_timeout_names_its_variable() {
+        let err = parse(&["--body-timeout-secs", "0"]).err().unwrap();
+        assert_eq!(err.variable, "AGENT_PAGES_BODY_TIMEOUT_SECS");
+        let err = parse(&["--max-open-bodies", "none"]).err().unwrap();
+        assert_eq!(err.variable, "AGENT_PAGES_MAX_OPEN_BODIES");
+    }
+
+    #[test]
     fn defaults_parse() {
         let s = parse(&["--bind", "127.0.0.1:0"]).unwrap();
         assert_eq!(s.search, SearchSettings::default());
         assert_eq!(s.search_budget, Budget::search(20, 200));
         assert_eq!(s.publish_budget, Budget::publish(30, 300));
+        assert_eq!(s.requests, RequestLimits::default());
         assert!(s.trusted_proxies.is_empty());
     }
 }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use unicode_normalization::UnicodeNormalization;
+use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
 
 /// Longest slug, in ASCII chars (SPEC §3: `[a-z0-9][a-z0-9.+-]{0,79}`).
 pub const SLUG_MAX: usize = 80;
@@ -21,6 +21,8 @@ pub enum PageFieldError {
     TitleEmpty,
     #[error("title must be at most 200 characters (has {0})")]
     TitleTooLong(usize),
+    #[error("title must hold at least one visible letter, digit, punctuation mark or symbol")]
+    TitleInvisible,
     #[error("body must be at most 262144 bytes (has {0})")]
     BodyTooLarge(usize),
 }
@@ -30,7 +32,9 @@ impl PageFieldError {
     pub fn field(&self) -> &'static str {
         match self {
             PageFieldError::Slug => "slug",
-            PageFieldError::TitleEmpty | PageFieldError::TitleTooLong(_) => "title",
+            PageFieldError::TitleEmpty
+            | PageFieldError::TitleTooLong(_)
+            | PageFieldError::TitleInvisible => "title",
             PageFieldError::BodyTooLarge(_) => "body",
         }
     }
@@ -84,20 +88,22 @@ impl PageSlug {
         }
     }
 
-    /// Derives a slug from a title: accents stripped (NFKD), ASCII letters and digits
-    /// lowercased, every other run of chars one `-`, at most 80 chars. A title with no
-    /// ASCII letter or digit gives `page`.
+    /// Derives a slug from a title: transliterated to ASCII ([`deunicode`]: `Straße`
+    /// → `strasse`, `Café` → `cafe`, `日本語` → `ri ben yu`), ASCII letters and digits
+    /// lowercased, every other run of chars one `-`, at most 80 chars. A title with
+    /// nothing left gives `page`.
     pub fn from_title(title: &str) -> Self {
-        let mut out = String::with_capacity(title.len().min(SLUG_MAX));
+        let ascii = deunicode::deunicode(title);
+        let mut out = String::with_capacity(ascii.len().min(SLUG_MAX));
         let mut dash = false;
-        for c in title.nfkd() {
+        for c in ascii.chars() {
             if c.is_ascii_alphanumeric() {
                 if dash && !out.is_empty() {
                     out.push('-');
                 }
                 dash = false;
                 out.push(c.to_ascii_lowercase());
-            } else if !unicode_normalization::char::is_combining_mark(c) {
+            } else {
                 dash = true;
             }
             if out.len() >= SLUG_MAX {
@@ -125,19 +131,29 @@ impl fmt::Display for PageSlug {
     }
 }
 
-/// A trimmed title of 1–200 Unicode scalar values.
+/// A trimmed title of 1–200 Unicode scalar values, with at least one visible
+/// character and no bidi embedding, override or isolate controls.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageTitle(String);
 
 impl PageTitle {
-    /// Errors: empty after trimming, or over [`TITLE_MAX`] chars.
+    /// Bidi controls (U+202A–U+202E, U+2066–U+2069) are removed first: they could
+    /// make a title display as something else. Then the title is trimmed.
+    ///
+    /// Errors: [`PageFieldError::TitleEmpty`] when nothing is left;
+    /// [`PageFieldError::TitleTooLong`] over [`TITLE_MAX`] chars;
+    /// [`PageFieldError::TitleInvisible`] when no char is visible (only zero-width
+    /// spaces, soft hyphens, controls, fillers, combining marks…; see [`is_visible`]).
     pub fn parse(s: &str) -> Result<Self, PageFieldError> {
-        let t = s.trim();
+        let kept: String = s.chars().filter(|&c| !is_bidi_control(c)).collect();
+        let t = kept.trim();
         let n = t.chars().count();
         if n == 0 {
             Err(PageFieldError::TitleEmpty)
         } else if n > TITLE_MAX {
             Err(PageFieldError::TitleTooLong(n))
+        } else if !t.chars().any(is_visible) {
+            Err(PageFieldError::TitleInvisible)
         } else {
             Ok(Self(t.to_owned()))
         }
@@ -146,6 +162,32 @@ impl PageTitle {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// The bidi embedding, override and isolate controls: U+202A–U+202E and
+/// U+2066–U+2069.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Whether `c` shows as something: a letter, number, punctuation mark or symbol
+/// (Unicode general categories L, N, P, S), except the few of those that render as
+/// nothing (Hangul fillers, the blank Braille pattern). Separators (`Zs`…), controls
+/// (`Cc`), format chars (`Cf`: zero-width space, soft hyphen, bidi marks), marks
+/// alone (`M`), private-use and unassigned chars are not.
+pub fn is_visible(c: char) -> bool {
+    let shows = matches!(
+        c.general_category_group(),
+        GeneralCategoryGroup::Letter
+            | GeneralCategoryGroup::Number
+            | GeneralCategoryGroup::Punctuation
+            | GeneralCategoryGroup::Symbol
+    );
+    shows
+        && !matches!(
+            c,
+            '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' | '\u{2800}'
+        )
 }
 
 /// A body of at most [`BODY_MAX_BYTES`] bytes, kept exactly as given.
@@ -191,7 +233,13 @@ mod tests {
             PageSlug::from_title("  Café — crème brûlée!  ").as_str(),
             "cafe-creme-brulee"
         );
-        assert_eq!(PageSlug::from_title("日本語").as_str(), "page");
+        assert_eq!(PageSlug::from_title("日本語").as_str(), "ri-ben-yu");
+        assert_eq!(
+            PageSlug::from_title("Straße planning").as_str(),
+            "strasse-planning"
+        );
+        assert_eq!(PageSlug::from_title("ﬁle ﬂow").as_str(), "file-flow");
+        assert_eq!(PageSlug::from_title("!!! ---").as_str(), "page");
         let long = PageSlug::from_title(&"word ".repeat(40));
         assert!(PageSlug::parse(long.as_str()).is_ok());
     }
@@ -205,6 +253,40 @@ mod tests {
             PageTitle::parse(&"é".repeat(201)),
             Err(PageFieldError::TitleTooLong(201))
         );
+    }
+
+    #[test]
+    fn a_title_needs_a_visible_char_and_loses_its_bidi_controls() {
+        for invisible in [
+            "\u{200B}\u{200B}",
+            "\u{00AD}",
+            "\u{0000}",
+            "\u{0000}\u{0001}\u{200D}",
+            "\u{3164}\u{3164}",
+            "\u{2800}",
+            "\u{0301}\u{0301}",
+            "\u{FEFF}\u{2060}",
+            "\u{200E}\u{200F}",
+        ] {
+            assert_eq!(
+                PageTitle::parse(invisible),
+                Err(PageFieldError::TitleInvisible),
+                "{invisible:?}"
+            );
+        }
+        assert_eq!(
+            PageTitle::parse("\u{202E}\u{2066}  \u{2069}"),
+            Err(PageFieldError::TitleEmpty)
+        );
+        assert_eq!(
+            PageTitle::parse(" \u{202E}evil\u{202C}.exe \u{2067}")
+                .unwrap()
+                .as_str(),
+            "evil.exe"
+        );
+        for ok in ["a", "7", "?", "€", "日本", "\u{200B}x", "é"] {
+            assert!(PageTitle::parse(ok).is_ok(), "{ok:?}");
+        }
     }
 
     #[test]

@@ -4,8 +4,16 @@
 //! (a slug absent is derived from the title). A bad line is reported with its line
 //! number and skipped; the good lines are written in one transaction, so a crash or
 //! an I/O error mid-file leaves the database as it was (nothing half-written).
+//!
+//! The import never holds SQLite's write lock while it waits or works: it reads and
+//! parses the whole input and hashes every PIN (argon2, in parallel) first, and only
+//! then opens the write transaction, which does nothing but upserts. A server
+//! running beside it waits for that short transaction at most, never for a slow
+//! pipe (`import -` with stdin left open) or for argon2.
 
 use std::io::{BufRead, BufReader, Read};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rusqlite::{Connection, TransactionBehavior};
@@ -55,39 +63,28 @@ pub enum ImportError {
 
 /// Imports every line of `input` into `conn` in one transaction.
 ///
-/// `total_bytes` sizes the progress bar (hidden when stderr is not a terminal, or when
-/// `None`). Errors: an I/O error reading, or a database error; either way nothing of
-/// this import was committed.
+/// In three phases: read and parse all lines (bad ones are reported on stderr as
+/// they are found), hash the PINs (argon2, on up to [`crate::pin::CONCURRENT_HASHES`]
+/// threads), then one `BEGIN IMMEDIATE` transaction of upserts. The whole input is
+/// held in memory until then.
+///
+/// `total_bytes` sizes the progress bar of the first phase (hidden when stderr is
+/// not a terminal, or when `None`); the hashing phase has a bar of its own when
+/// there is a first one. Errors: an I/O error reading, or a database error; either
+/// way nothing of this import was committed.
 pub fn import(
     conn: &mut Connection,
     input: impl Read,
     total_bytes: Option<u64>,
     now: i64,
 ) -> Result<ImportReport, ImportError> {
-    let progress = progress_bar(total_bytes);
-    let reader = BufReader::new(progress.wrap_read(input));
     let mut report = ImportReport::default();
+    let parsed = read_all(input, total_bytes, &mut report)?;
+    let pages = hash_pins(parsed, total_bytes.is_some(), &mut report);
+    report.skipped.sort_by_key(|s| s.line);
+
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    for (index, line) in reader.lines().enumerate() {
-        let number = index + 1;
-        let line = line.map_err(|source| ImportError::Read {
-            line: number,
-            source,
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let page = match parse_line(&line) {
-            Ok(page) => page,
-            Err(reason) => {
-                progress.suspend(|| eprintln!("line {number}: skipped: {reason}"));
-                report.skipped.push(SkippedLine {
-                    line: number,
-                    reason,
-                });
-                continue;
-            }
-        };
+    for page in &pages {
         match pages::upsert(
             &tx,
             &page.slug,
@@ -102,8 +99,94 @@ pub fn import(
         }
     }
     tx.commit()?;
-    progress.finish_and_clear();
     Ok(report)
+}
+
+/// Phase 1: every line read and parsed; bad lines reported and skipped.
+fn read_all(
+    input: impl Read,
+    total_bytes: Option<u64>,
+    report: &mut ImportReport,
+) -> Result<Vec<ParsedLine>, ImportError> {
+    let progress = progress_bar(
+        total_bytes,
+        "importing {bar:40} {bytes}/{total_bytes} ({eta})",
+    );
+    let reader = BufReader::new(progress.wrap_read(input));
+    let mut parsed = Vec::new();
+    for (index, line) in reader.lines().enumerate() {
+        let number = index + 1;
+        let line = line.map_err(|source| ImportError::Read {
+            line: number,
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match parse_line(number, &line) {
+            Ok(page) => parsed.push(page),
+            Err(reason) => skip(report, &progress, number, reason),
+        }
+    }
+    progress.finish_and_clear();
+    Ok(parsed)
+}
+
+fn skip(report: &mut ImportReport, progress: &ProgressBar, line: usize, reason: String) {
+    progress.suspend(|| eprintln!("line {line}: skipped: {reason}"));
+    report.skipped.push(SkippedLine { line, reason });
+}
+
+/// Phase 2: the PHC string of every PIN, computed on a few threads. A line whose
+/// hashing failed (never seen in practice) is reported and skipped.
+fn hash_pins(
+    parsed: Vec<ParsedLine>,
+    show_progress: bool,
+    report: &mut ImportReport,
+) -> Vec<HashedLine> {
+    let pins = parsed.iter().filter(|p| p.pin.is_some()).count();
+    let progress = progress_bar(
+        show_progress.then_some(pins as u64),
+        "hashing PINs {bar:40} {pos}/{len} ({eta})",
+    );
+    let next = AtomicUsize::new(0);
+    let hashes: Vec<Mutex<Option<Result<String, String>>>> =
+        parsed.iter().map(|_| Mutex::new(None)).collect();
+    let threads = crate::pin::CONCURRENT_HASHES.min(pins).max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(line) = parsed.get(i) else { break };
+                if let Some(pin) = &line.pin {
+                    let hashed = crate::pin::hash(pin).map_err(|e| e.to_string());
+                    *hashes[i].lock().expect("unpoisoned") = Some(hashed);
+                    progress.inc(1);
+                }
+            });
+        }
+    });
+    progress.finish_and_clear();
+    parsed
+        .into_iter()
+        .zip(hashes)
+        .filter_map(|(line, hash)| {
+            let pin_hash = match hash.into_inner().expect("unpoisoned") {
+                None => None,
+                Some(Ok(phc)) => Some(phc),
+                Some(Err(reason)) => {
+                    skip(report, &ProgressBar::hidden(), line.number, reason);
+                    return None;
+                }
+            };
+            Some(HashedLine {
+                slug: line.slug,
+                title: line.title,
+                body: line.body,
+                pin_hash,
+            })
+        })
+        .collect()
 }
 
 /// Imports the bundled demo corpus when the database has no pages at all; returns
@@ -120,41 +203,64 @@ pub fn load_demo_if_empty(
     import(conn, decoder, Some(13_955_212), now).map(Some)
 }
 
+/// A line that parsed; its PIN checked but not yet hashed.
 struct ParsedLine {
+    number: usize,
+    slug: PageSlug,
+    title: PageTitle,
+    body: PageBody,
+    pin: Option<String>,
+}
+
+/// A line ready to write.
+struct HashedLine {
     slug: PageSlug,
     title: PageTitle,
     body: PageBody,
     pin_hash: Option<String>,
 }
 
-fn parse_line(line: &str) -> Result<ParsedLine, String> {
-    let raw: Line = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
+fn parse_line(number: usize, line: &str) -> Result<ParsedLine, String> {
+    let raw = parse_json(line)?;
     let NewPage { slug, title, body } =
         NewPage::parse(raw.slug.as_deref(), &raw.title, raw.body).map_err(|e| e.to_string())?;
     // Unlike the API, import derives the slug without a suffix: re-importing a line
     // without a slug updates the page that line created the first time.
     let slug = slug.unwrap_or_else(|| PageSlug::from_title(title.as_str()));
-    let pin_hash = match raw.pin {
-        Some(pin) => Some(crate::pin::hash(&pin).map_err(|e| e.to_string())?),
-        None => None,
-    };
+    if let Some(pin) = &raw.pin {
+        crate::pin::check(pin).map_err(|e| e.to_string())?;
+    }
     Ok(ParsedLine {
+        number,
         slug,
         title,
         body,
-        pin_hash,
+        pin: raw.pin,
     })
 }
 
-fn progress_bar(total_bytes: Option<u64>) -> ProgressBar {
-    let Some(total) = total_bytes else {
+/// One line as JSON. serde echoes a wrongly typed value in its message (`invalid
+/// type: integer `987654321``): for `pin` that would print the PIN, so an error
+/// inside `pin` gets a fixed message instead.
+fn parse_json(line: &str) -> Result<Line, String> {
+    let mut de = serde_json::Deserializer::from_str(line);
+    let raw: Line = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        if e.path().to_string() == "pin" {
+            "invalid JSON: pin must be a string of 6 to 64 characters".to_owned()
+        } else {
+            format!("invalid JSON: {}", e.into_inner())
+        }
+    })?;
+    de.end().map_err(|e| format!("invalid JSON: {e}"))?;
+    Ok(raw)
+}
+
+fn progress_bar(total: Option<u64>, template: &'static str) -> ProgressBar {
+    let Some(total) = total else {
         return ProgressBar::hidden();
     };
     let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("importing {bar:40} {bytes}/{total_bytes} ({eta})")
-            .expect("static template is valid"),
-    );
+    bar.set_style(ProgressStyle::with_template(template).expect("static template is valid"));
     bar
 }
 
@@ -182,6 +288,23 @@ mod tests {
         assert!(pages::candidate_by_slug(&conn, "derived-slug")
             .unwrap()
             .is_some());
+    }
+
+    #[test]
+    fn a_rejected_pin_is_never_in_the_report() {
+        let (_dir, mut conn) = db();
+        let secrets = ["987654321", "13579.25", "true", "\"24680\"", "\" 97531 \""];
+        let input: String = secrets
+            .iter()
+            .map(|pin| format!("{{\"title\":\"x\",\"pin\":{pin}}}\n"))
+            .collect();
+        let report = import(&mut conn, input.as_bytes(), None, 1).unwrap();
+        assert_eq!(report.skipped.len(), secrets.len());
+        for skipped in &report.skipped {
+            for secret in ["987654321", "13579", "true", "24680", "97531"] {
+                assert!(!skipped.reason.contains(secret), "{}", skipped.reason);
+            }
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod configuration;
 pub mod db;
 pub mod domain;
 pub mod import;
+pub mod markdown;
 pub mod metrics;
 pub mod pin;
 pub mod routes;

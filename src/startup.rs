@@ -2,12 +2,12 @@
 //! bound listener. Tests start it on port 0 with a temp database and read the port.
 
 use std::net::{SocketAddr, TcpListener};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, SyncArbiter};
+use actix::Actor;
 use actix_web::dev::Server;
-use actix_web::{web, App, HttpServer};
+use actix_web::{middleware, web, App, HttpServer};
 use anyhow::Context as _;
 use tracing_actix_web::TracingLogger;
 
@@ -26,6 +26,21 @@ use crate::{db, import, routes, templates};
 
 /// How often ended budget windows are swept from `rate_limit_counters`.
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(300);
+
+/// How long a new connection may take to send its first request's headers
+/// (actix `client_request_timeout`); slower is answered 408 and closed.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long an idle keep-alive connection stays open between requests.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(5);
+
+/// After an answer to a request whose body was not read (a refusal), how long the
+/// server waits for the client to close before closing itself.
+pub const LINGER: Duration = Duration::from_secs(1);
+
+/// On SIGTERM/SIGINT, how long requests in flight may take to finish before their
+/// connections are dropped.
+pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(30);
 
 /// A built, bound, not yet running server (and its metrics listener, if any).
 pub struct Application {
@@ -57,21 +72,19 @@ impl Application {
             }
         }
 
+        let storage = db::storage::Storage::capture(&settings.database)
+            .with_context(|| format!("reading {}", settings.database.display()))?;
         let pool = db::create_pool(&settings.database, 16)?;
         let budget_store = match &settings.redis {
             None => {
-                // The factory runs once (one thread) and takes the already-open
-                // connection.
-                let write_conn = Mutex::new(Some(conn));
-                let rate_limiter = SyncArbiter::start(1, move || {
-                    let conn = write_conn
-                        .lock()
-                        .expect("unpoisoned")
-                        .take()
-                        .expect("one rate limiter thread");
-                    RateLimiter::new(conn)
-                });
-                BudgetStore::sqlite(rate_limiter)
+                // The RateLimiter blocks on SQLite: it gets an arbiter (thread) of
+                // its own.
+                let rate_limiter =
+                    RateLimiter::new(conn).context("setting the budget connection")?;
+                BudgetStore::sqlite(RateLimiter::start_in_arbiter(
+                    &actix::Arbiter::new().handle(),
+                    |_| rate_limiter,
+                ))
             }
             Some(redis) => {
                 drop(conn);
@@ -95,7 +108,11 @@ impl Application {
             #[cfg(feature = "fault-injection")]
             settings.scoring_hook.clone(),
         );
-        let corpus = Arc::new(Corpus::new(pool.clone(), metrics.candidate_fetches.clone()));
+        let corpus = Arc::new(Corpus::new(
+            pool.clone(),
+            &settings.database,
+            metrics.candidate_fetches.clone(),
+        ));
         let cache = Cache::new(
             settings.search.cache_entries,
             scorers.clone(),
@@ -126,7 +143,16 @@ impl Application {
             clock: settings.clock.clone(),
             admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
             metrics,
+            bodies: routes::api::body::BodyGate::new(settings.requests),
+            storage,
+            markdown: crate::markdown::MarkdownCache::default(),
         });
+        // Ready means a search can be answered at full speed: the candidate snapshot
+        // is built before the server is handed back (and `listening on` printed).
+        corpus
+            .warm()
+            .await
+            .context("building the candidate snapshot")?;
 
         let listener = TcpListener::bind(settings.bind)
             .with_context(|| format!("binding {}", settings.bind))?;
@@ -134,10 +160,25 @@ impl Application {
         let server_state = state.clone();
         let server = HttpServer::new(move || {
             App::new()
+                // Innermost first: HEAD is routed as GET before any route is matched.
+                .wrap(middleware::from_fn(routes::head_as_get))
+                .wrap(middleware::from_fn(
+                    routes::unread_body::close_after_unread_body,
+                ))
+                .wrap(middleware::from_fn(
+                    routes::security_headers::security_headers,
+                ))
                 .wrap(TracingLogger::<PathOnlyRootSpan>::new())
                 .app_data(server_state.clone())
                 .configure(routes_config)
         })
+        // Every read from the network has a deadline: the first headers here, idle
+        // keep-alive, the linger after a refusal, the drain at shutdown; bodies in
+        // `routes::api::body`.
+        .client_request_timeout(HEADER_TIMEOUT)
+        .keep_alive(KEEP_ALIVE)
+        .client_disconnect_timeout(LINGER)
+        .shutdown_timeout(SHUTDOWN_DRAIN.as_secs())
         .listen(listener)?
         .run();
         let mut servers = vec![server];
@@ -151,10 +192,15 @@ impl Application {
                 let metrics_state = state.clone();
                 let server = HttpServer::new(move || {
                     App::new()
+                        .wrap(middleware::from_fn(routes::head_as_get))
                         .app_data(metrics_state.clone())
                         .route("/metrics", web::get().to(routes::metrics::metrics))
                 })
                 .workers(1)
+                .client_request_timeout(HEADER_TIMEOUT)
+                .keep_alive(KEEP_ALIVE)
+                .client_disconnect_timeout(LINGER)
+                .shutdown_timeout(SHUTDOWN_DRAIN.as_secs())
                 .listen(listener)?
                 .run();
                 servers.push(server);
@@ -162,7 +208,7 @@ impl Application {
             }
         };
 
-        spawn_background(budget_store, horizon, corpus, settings.clock.clone());
+        spawn_background(budget_store, horizon, settings.clock.clone());
         Ok(Self {
             address,
             metrics_address,
@@ -213,24 +259,17 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
         .route("/p/{slug}/raw", web::get().to(routes::ledger::raw))
         .route("/theme/{name}", web::get().to(routes::theme::set_theme))
         .route("/healthz", web::get().to(routes::health::healthz))
+        .route("/readyz", web::get().to(routes::health::readyz))
         .route("/static/{name}", web::get().to(routes::assets::asset))
+        .route("/favicon.ico", web::get().to(routes::assets::favicon_ico))
+        .route("/robots.txt", web::get().to(routes::assets::robots))
         .service(routes::api::scope())
         .default_service(web::to(routes::not_found));
 }
 
-/// Warms the candidate snapshot (so the first search is not the one that pays for
-/// it) and sweeps ended budget windows periodically.
-fn spawn_background(
-    budget_store: BudgetStore,
-    horizon: i64,
-    corpus: Arc<Corpus>,
-    clock: Arc<dyn Clock>,
-) {
-    actix_web::rt::spawn(async move {
-        if let Err(e) = corpus.warm().await {
-            tracing::warn!(error = %e, "could not warm the candidate snapshot");
-        }
-    });
+/// Sweeps ended budget windows periodically. (The candidate snapshot is warmed in
+/// [`Application::build`], before the server is ready.)
+fn spawn_background(budget_store: BudgetStore, horizon: i64, clock: Arc<dyn Clock>) {
     actix_web::rt::spawn(async move {
         let mut tick = tokio::time::interval(SWEEP_INTERVAL);
         loop {

@@ -46,6 +46,12 @@ pub struct AppState {
     pub admission: Arc<tokio::sync::Semaphore>,
     /// The Prometheus registry and handles.
     pub metrics: Arc<Metrics>,
+    /// The deadline and the cap on open bodies of API request bodies.
+    pub bodies: crate::routes::api::body::BodyGate,
+    /// The database file as opened at start, to tell when it is gone or replaced.
+    pub storage: crate::db::storage::Storage,
+    /// Rendered Markdown of recently shown page versions.
+    pub markdown: crate::markdown::MarkdownCache,
 }
 
 /// The three budgets, shared with the store calls that count them.

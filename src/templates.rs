@@ -1,13 +1,20 @@
 //! The tera templates, compiled into the binary so a deployed server needs no files
 //! beside it. Autoescaping is on for every template (their names end in `.html`).
+//! The `thousands` filter writes a whole number with comma separators (`1,274`).
 
-use tera::Tera;
+use std::collections::HashMap;
+
+use tera::{Tera, Value};
 
 const TEMPLATES: &[(&str, &str)] = &[
     ("layout.html", include_str!("../templates/layout.html")),
     ("ledger.html", include_str!("../templates/ledger.html")),
     ("page.html", include_str!("../templates/page.html")),
     ("search.html", include_str!("../templates/search.html")),
+    (
+        "search_rows.html",
+        include_str!("../templates/search_rows.html"),
+    ),
     ("error.html", include_str!("../templates/error.html")),
 ];
 
@@ -15,7 +22,33 @@ const TEMPLATES: &[(&str, &str)] = &[
 pub fn load() -> Result<Tera, tera::Error> {
     let mut tera = Tera::default();
     tera.add_raw_templates(TEMPLATES.iter().copied())?;
+    tera.register_filter("thousands", thousands_filter);
     Ok(tera)
+}
+
+/// `n` with a comma between each group of three digits: `1274` → `1,274`.
+pub fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if n < 0 {
+        out.push('-');
+    }
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+fn thousands_filter(value: &Value, _: &HashMap<String, Value>) -> tera::Result<Value> {
+    match value.as_i64() {
+        Some(n) => Ok(Value::String(thousands(n))),
+        None => Err(tera::Error::msg(format!(
+            "thousands: {value} is not a whole number"
+        ))),
+    }
 }
 
 /// `unix` seconds as `2026-11-29 19:48 UTC`.
@@ -34,6 +67,16 @@ mod tests {
     #[test]
     fn every_template_parses() {
         load().unwrap();
+    }
+
+    #[test]
+    fn thousands_are_separated() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_274), "1,274");
+        assert_eq!(thousands(63_672), "63,672");
+        assert_eq!(thousands(1_000_000), "1,000,000");
+        assert_eq!(thousands(-12_345), "-12,345");
     }
 
     #[test]

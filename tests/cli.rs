@@ -100,7 +100,7 @@ fn migrate_creates_the_database_and_its_folders_and_runs_once() {
     let n: i64 = conn
         .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(n, 2);
+    assert_eq!(n, 3, "one row per migration file");
 }
 
 #[test]
@@ -140,12 +140,46 @@ fn import_reports_bad_lines_by_number_and_loads_the_rest() {
 }
 
 #[test]
+fn import_never_prints_a_rejected_pin() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pages.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            "{\"title\":\"x\",\"pin\":987654321}\n",
+            "{\"title\":\"y\",\"pin\":\"24680\"}\n",
+            "{\"title\":\"z\",\"pin\":\"135 \\u0007 79\"}\n",
+            "{\"title\":\"w\",\"pin\":[864209753]}\n",
+        ),
+    )
+    .unwrap();
+    let out = agent_pages(dir.path())
+        .arg("import")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(all.contains("4 skipped"), "{all}");
+    for secret in ["987654321", "24680", "135", "864209753"] {
+        assert!(!all.contains(secret), "{secret} in {all}");
+    }
+}
+
+#[test]
 fn serve_prints_its_address_when_ready_and_answers_health_checks() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, url) = serve(agent_pages(dir.path()), &[]);
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let body = reqwest::blocking_get(&format!("{url}/healthz"));
     assert_eq!(body, "ok\n");
+    // Ready as soon as it says so: the search snapshot is built before the line.
+    let ready = reqwest::blocking_get(&format!("{url}/readyz"));
+    assert!(ready.contains("\"ready\":true"), "{ready}");
 }
 
 #[test]
@@ -154,7 +188,7 @@ fn serve_demo_loads_the_bundled_corpus_into_an_empty_database() {
     let (_server, url) = serve(agent_pages(dir.path()), &["--demo"]);
     let ledger = reqwest::blocking_get(&format!("{url}/"));
     assert!(
-        ledger.contains("63672 pages"),
+        ledger.contains("63,672 pages · page 1 of 1,274"),
         "{}",
         &ledger[..ledger.len().min(3000)]
     );
@@ -169,4 +203,47 @@ mod reqwest {
             .unwrap();
         rt.block_on(async { ::reqwest::get(url).await.unwrap().text().await.unwrap() })
     }
+}
+
+#[test]
+fn a_kill_9_right_after_a_burst_of_answers_loses_none_of_their_counts() {
+    // Spends are group-committed: each answer is sent only after the commit of the
+    // batch that counted it, so killing the process at once loses nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = agent_pages(dir.path());
+    cmd.env("SEARCH_RATE_PER_MINUTE", "1000")
+        .env("SEARCH_RATE_PER_HOUR", "100000");
+    let (mut server, url) = serve(cmd, &[]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let answered = runtime.block_on(async {
+        let client = ::reqwest::Client::new();
+        let burst = (0..200).map(|i| {
+            let request = client
+                .get(format!("{url}/search"))
+                .query(&[("q", format!("burst {}", i % 10))]);
+            // Spent: a 200, or a 503 that reached the budget (it carries RateLimit;
+            // a 503 of the admission gate does not).
+            async move {
+                request
+                    .send()
+                    .await
+                    .map(|r| r.status() == 200 || r.headers().contains_key("ratelimit"))
+            }
+        });
+        futures_util::future::join_all(burst).await
+    });
+    server.0.kill().unwrap(); // SIGKILL
+    server.0.wait().unwrap();
+    let spent = answered.iter().filter(|s| matches!(s, Ok(true))).count() as i64;
+    assert!(spent > 0, "{answered:?}");
+    let conn = rusqlite::Connection::open(dir.path().join("db/pages.sqlite3")).unwrap();
+    let counted: i64 = conn
+        .query_row("SELECT MAX(count) FROM rate_limit_counters", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(counted, spent, "every answered search is counted on disk");
 }

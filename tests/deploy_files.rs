@@ -210,6 +210,11 @@ fn the_compose_file_validates_and_trusts_exactly_the_proxy_network() {
         .as_str()
         .expect("the Traefik route has a server");
     assert_eq!(server, format!("http://app:{port}"));
+    // Traefik, like the container health check, asks for readiness, not liveness.
+    assert_eq!(
+        dynamic["http"]["services"]["agent-pages"]["loadBalancer"]["healthCheck"]["path"].as_str(),
+        Some("/readyz")
+    );
     for stage in ["runtime", "load"] {
         let service = if stage == "runtime" { "app" } else { "load" };
         assert_eq!(
@@ -266,15 +271,16 @@ fn the_scale_override_runs_three_ready_replicas_on_one_budget_in_valkey() {
     let timeout: u64 = env("AGENT_PAGES_REDIS_TIMEOUT_MS").parse().unwrap();
     assert!((1..=1000).contains(&timeout));
 
-    // Readiness decides who gets traffic: the container health check and Traefik's
-    // own check of each replica both ask /readyz.
-    let test: Vec<&str> = at(&compose, &["services", "app", "healthcheck", "test"])
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert_eq!(test.last(), Some(&"/readyz"), "{test:?}");
+    // Readiness decides who gets traffic: the container health check (the image's
+    // script, which asks /readyz) and Traefik's own check of each replica.
+    assert_eq!(
+        at(&compose, &["services", "app", "healthcheck", "test"]),
+        at(
+            &resolved_compose(),
+            &["services", "app", "healthcheck", "test"]
+        ),
+        "the replicas keep the readiness health check"
+    );
     let labels = at(&compose, &["services", "app", "labels"]);
     assert_eq!(
         labels["traefik.http.services.agent-pages.loadbalancer.healthcheck.path"].as_str(),
@@ -617,52 +623,9 @@ fn the_container_health_check_fails_when_nothing_listens() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("unhealthy: nothing listens"));
 }
 
-/// A one-request HTTP server on loopback: checks the request line starts with
-/// `expect` and answers `answer`. Returns its port and the thread to join.
-fn one_answer_server(
-    expect: &'static [u8],
-    answer: &'static [u8],
-) -> (u16, std::thread::JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
-        let mut request = Vec::new();
-        let mut chunk = [0u8; 256];
-        while !request.ends_with(b"\r\n\r\n") {
-            let n = stream.read(&mut chunk).unwrap();
-            assert!(n > 0, "the health check sent an incomplete request");
-            request.extend_from_slice(&chunk[..n]);
-        }
-        assert!(
-            request.starts_with(expect),
-            "{}",
-            String::from_utf8_lossy(&request)
-        );
-        stream.write_all(answer).unwrap();
-    });
-    (port, server)
-}
-
-#[test]
-fn the_container_health_check_asks_the_path_it_is_given() {
-    let (port, server) = one_answer_server(
-        b"GET /readyz HTTP/1.1\r\n",
-        b"HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nready\n",
-    );
-    let mut command = Command::new("bash");
-    command
-        .arg(repo().join("deploy/healthcheck.sh"))
-        .arg("/readyz")
-        .env("AGENT_PAGES_BIND", format!("0.0.0.0:{port}"));
-    let output = run(command);
-    server.join().unwrap();
-    assert!(output.status.success(), "{output:?}");
-}
-
 #[test]
 fn the_container_health_check_fails_on_a_non_200_answer() {
-    // A server that answers like /healthz does when the database is gone.
+    // A server that answers like /readyz does when the database is gone.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = std::thread::spawn(move || {
@@ -676,10 +639,10 @@ fn the_container_health_check_fails_on_a_non_200_answer() {
             assert!(n > 0, "the health check sent an incomplete request");
             request.extend_from_slice(&chunk[..n]);
         }
-        assert!(request.starts_with(b"GET /healthz HTTP/1.1\r\n"));
+        assert!(request.starts_with(b"GET /readyz HTTP/1.1\r\n"));
         stream
             .write_all(
-                b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 21\r\n\r\ndatabase unavailable\n",
+                b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 16\r\n\r\n{\"ready\":false}\n",
             )
             .unwrap();
     });

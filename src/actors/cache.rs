@@ -21,7 +21,7 @@
 //! ends, however it ends.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use actix::{
     Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, WrapFuture,
@@ -45,7 +45,39 @@ pub struct CacheKey {
 
 /// How a scoring ended, as its waiters see it: the result, or `Err` when it
 /// panicked or could not run (every waiter answers 500).
-pub type FlightOutcome = Result<Arc<SearchResult>, ScoringFailed>;
+pub type FlightOutcome = Result<Arc<CachedResult>, ScoringFailed>;
+
+/// One LRU entry: an immutable scored result and the renderings of its rows (HTML
+/// table, JSON array), each made once, by the first answer that needs it. The key's
+/// fingerprint pins every row's id and version, hence its slug, title and time, so
+/// a rendering stays right for as long as the entry can be found.
+#[derive(Debug)]
+pub struct CachedResult {
+    pub result: Arc<SearchResult>,
+    html_rows: OnceLock<String>,
+    json_rows: OnceLock<String>,
+}
+
+impl CachedResult {
+    /// An entry for `result` with nothing rendered yet.
+    pub fn new(result: Arc<SearchResult>) -> Self {
+        Self {
+            result,
+            html_rows: OnceLock::new(),
+            json_rows: OnceLock::new(),
+        }
+    }
+
+    /// The HTML rows, rendered by `render` on first use.
+    pub fn html_rows(&self, render: impl FnOnce() -> String) -> &str {
+        self.html_rows.get_or_init(render)
+    }
+
+    /// The JSON `results` array, rendered by `render` on first use.
+    pub fn json_rows(&self, render: impl FnOnce() -> String) -> &str {
+        self.json_rows.get_or_init(render)
+    }
+}
 
 /// The scoring of a flight produced no result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -56,7 +88,7 @@ pub struct ScoringFailed;
 #[derive(Debug)]
 pub enum Answer {
     /// The LRU had it.
-    Hit(Arc<SearchResult>),
+    Hit(Arc<CachedResult>),
     /// A scoring for this key runs (owned by the Cache actor); its outcome arrives
     /// on `outcome`. `led` is true when this request's lookup started it (a miss),
     /// false when it joined one already running.
@@ -98,7 +130,7 @@ impl Message for Stats {
 
 /// The actor. Build it with [`Cache::new`] and start it on an actix arbiter.
 pub struct Cache {
-    lru: LruCache<CacheKey, Arc<SearchResult>>,
+    lru: LruCache<CacheKey, Arc<CachedResult>>,
     /// The waiters of each key being scored now; an entry exists exactly while its
     /// scoring future runs in this actor's context.
     flights: HashMap<CacheKey, Vec<oneshot::Sender<FlightOutcome>>>,
@@ -179,10 +211,12 @@ impl Handler<Lookup> for Cache {
             let scored = scoring.await;
             timer.observe_duration();
             drop(admission);
-            scored.map_err(|e| {
-                tracing::error!(error = %e, "scoring failed");
-                ScoringFailed
-            })
+            scored
+                .map(|result| Arc::new(CachedResult::new(result)))
+                .map_err(|e| {
+                    tracing::error!(error = %e, "scoring failed");
+                    ScoringFailed
+                })
         };
         ctx.spawn(
             flight

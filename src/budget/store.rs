@@ -9,11 +9,21 @@
 //!
 //! Whichever it is, the store's health is tracked here: the event log says once
 //! when it stops answering and once when it answers again, not once per request.
+//!
+//! In front of the store sits a memo of full windows: a counter never goes down
+//! inside its window (other processes only add, sweeps only delete ended windows),
+//! so once a spend was refused for a key, every spend on that key is refused until
+//! its window ends, and the memo answers it without the store. This is what keeps
+//! a flood of 429s cheap. The memo counts windows with this process's clock; with
+//! Redis, whose windows follow the Redis server's clock, a replica whose clock is
+//! `s` seconds off may answer a full window's 429 from the memo for up to `s`
+//! seconds around the window's end.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use actix::Addr;
+use hashlink::LruCache;
 
 use super::redis::RedisCounters;
 use super::{BucketKeys, Budget, Decision};
@@ -31,6 +41,9 @@ pub enum StoreError {
     /// another writer past its busy timeout): answer 503, never admit.
     #[error("budget store unavailable: {0}")]
     Unavailable(String),
+    /// A batch of SQLite spends failed (not for a lock held too long).
+    #[error("{0}")]
+    Batch(rate_limiter::SpendFailed),
     /// The RateLimiter actor is gone (shutting down).
     #[error("rate limiter: {0}")]
     Mailbox(#[from] actix::MailboxError),
@@ -56,9 +69,15 @@ impl From<DbError> for StoreError {
 #[derive(Clone)]
 pub struct BudgetStore {
     backend: Backend,
+    /// Full windows seen: bucket key → start (unix seconds) of the window in which
+    /// it was refused. Bounded; an evicted entry only costs one store round trip.
+    full: Arc<Mutex<LruCache<String, i64>>>,
     /// `true` while the store answers (or has not failed yet); shared by clones.
     up: Arc<AtomicBool>,
 }
+
+/// Keys remembered as full at most; beyond it the least recently refused go.
+const FULL_MEMO_ENTRIES: usize = 65_536;
 
 #[derive(Clone)]
 enum Backend {
@@ -80,6 +99,7 @@ impl BudgetStore {
     fn with(backend: Backend) -> Self {
         Self {
             backend,
+            full: Arc::new(Mutex::new(LruCache::new(FULL_MEMO_ENTRIES))),
             up: Arc::new(AtomicBool::new(true)),
         }
     }
@@ -115,6 +135,28 @@ impl BudgetStore {
         result
     }
 
+    /// The refusal the memo already knows for `keys` at `now`, if any.
+    fn known_full(&self, budget: &Budget, keys: &BucketKeys, now: i64) -> Option<Decision> {
+        let mut full = self.full.lock().ok()?;
+        budget
+            .windows
+            .iter()
+            .zip(&keys.0)
+            .enumerate()
+            .find(|(_, (window, key))| full.get(*key) == Some(&window.start(now)))
+            .map(|(i, (window, _))| Decision::Refused {
+                window: i,
+                retry_after: window.seconds_left(now),
+            })
+    }
+
+    /// Remembers the window a refusal named as full until it ends.
+    fn remember(&self, budget: &Budget, keys: &BucketKeys, now: i64, decision: &Decision) {
+        if let (Decision::Refused { window, .. }, Ok(mut full)) = (decision, self.full.lock()) {
+            full.insert(keys.0[*window].clone(), budget.windows[*window].start(now));
+        }
+    }
+
     /// Counts one request in every window of `budget` for `keys` at `now` (unix
     /// seconds; Redis aligns windows with its own clock instead) if all are under
     /// their limits; otherwise changes nothing.
@@ -126,17 +168,54 @@ impl BudgetStore {
         keys: BucketKeys,
         now: i64,
     ) -> Result<Decision, StoreError> {
+        if let Some(refused) = self.known_full(budget, &keys, now) {
+            return Ok(refused);
+        }
+        let (decision, _) = self.spend_inner(budget, &keys, now).await?;
+        self.remember(budget, &keys, now, &decision);
+        Ok(decision)
+    }
+
+    /// [`BudgetStore::spend`], plus the corpus generation when the store read it in
+    /// the same transaction (SQLite), so the search needs no second read for it.
+    pub async fn spend_with_generation(
+        &self,
+        budget: &Arc<Budget>,
+        keys: BucketKeys,
+        now: i64,
+    ) -> Result<(Decision, Option<i64>), StoreError> {
+        if let Some(refused) = self.known_full(budget, &keys, now) {
+            return Ok((refused, None));
+        }
+        let spent = self.spend_inner(budget, &keys, now).await?;
+        self.remember(budget, &keys, now, &spent.0);
+        Ok(spent)
+    }
+
+    async fn spend_inner(
+        &self,
+        budget: &Arc<Budget>,
+        keys: &BucketKeys,
+        now: i64,
+    ) -> Result<(Decision, Option<i64>), StoreError> {
         let result = match &self.backend {
-            Backend::Sqlite(addr) => addr
-                .send(rate_limiter::Spend {
-                    budget: budget.clone(),
-                    keys,
-                    now,
-                })
-                .await
-                .map_err(StoreError::from)
-                .and_then(|r| r.map_err(StoreError::from)),
-            Backend::Redis(redis) => redis.spend(budget, &keys, now).await,
+            Backend::Sqlite(addr) => {
+                let answer = addr
+                    .send(rate_limiter::Spend {
+                        budget: budget.clone(),
+                        keys: keys.clone(),
+                        now,
+                    })
+                    .await?;
+                match answer.await {
+                    Ok(Ok((decision, generation))) => Ok((decision, Some(generation))),
+                    Ok(Err(failed)) if failed.busy => Err(StoreError::Unavailable(failed.cause)),
+                    Ok(Err(failed)) => Err(StoreError::Batch(failed)),
+                    Err(_) => Err(StoreError::Mailbox(actix::MailboxError::Closed)),
+                }
+            }
+            // Redis knows nothing of the corpus: the search reads the generation.
+            Backend::Redis(redis) => redis.spend(budget, keys, now).await.map(|d| (d, None)),
         };
         self.observe(result)
     }

@@ -16,6 +16,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0002_rate_limit_counters",
         include_str!("../../migrations/0002_rate_limit_counters.sql"),
     ),
+    (
+        3,
+        "0003_corpus_changes",
+        include_str!("../../migrations/0003_corpus_changes.sql"),
+    ),
 ];
 
 /// Applies every migration not yet recorded; returns how many ran now.

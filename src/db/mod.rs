@@ -7,12 +7,13 @@
 
 pub mod migrations;
 pub mod pages;
+pub mod storage;
 
 use std::path::Path;
 use std::time::Duration;
 
-use deadpool_sqlite::{Config, Hook, HookError, Pool, Runtime};
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use deadpool_sqlite::{Config, Hook, HookError, Object, Pool, Runtime};
+use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
 /// How long a statement waits for another writer before failing with `SQLITE_BUSY`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -35,18 +36,51 @@ pub enum DbError {
 }
 
 impl DbError {
-    /// Whether another connection held the lock past [`BUSY_TIMEOUT`]
-    /// (`SQLITE_BUSY` or `SQLITE_LOCKED`): the write may succeed when retried.
+    /// SQLite's primary result code, when SQLite itself failed.
+    pub fn sqlite_code(&self) -> Option<rusqlite::ErrorCode> {
+        match self {
+            DbError::Sqlite(e) => e.sqlite_error_code(),
+            _ => None,
+        }
+    }
+
+    /// Another connection or process holds the lock this statement needed, for
+    /// longer than [`BUSY_TIMEOUT`] (`SQLITE_BUSY`, `SQLITE_LOCKED`): worth a retry.
     pub fn is_busy(&self) -> bool {
         matches!(
-            self,
-            DbError::Sqlite(rusqlite::Error::SqliteFailure(e, _))
-                if matches!(
-                    e.code,
-                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-                )
+            self.sqlite_code(),
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
         )
     }
+
+    /// The file could not be written or read: the connection is read-only
+    /// (`SQLITE_READONLY`, e.g. opened while the file was not writable, or the file
+    /// was moved), or its I/O failed (`SQLITE_IOERR`, `SQLITE_CANTOPEN`). Not the
+    /// request's fault, and it may pass: worth a retry later.
+    pub fn is_storage_fault(&self) -> bool {
+        match self {
+            DbError::Sqlite(e) => poisons_connection(e),
+            _ => false,
+        }
+    }
+}
+
+/// Whether a connection that failed with `e` must not be used again: SQLite opened
+/// it read-only (it does so silently when the file is not writable at open time,
+/// and such a connection never writes again), or its file handle failed. A new
+/// connection may well work once the fault is gone.
+pub fn poisons_connection(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::ReadOnly | ErrorCode::SystemIoFailure | ErrorCode::CannotOpen)
+    )
+}
+
+/// Takes `conn` out of the pool for good (it is closed; the pool opens a new one
+/// when it needs one).
+fn discard(conn: Object, why: &str) {
+    tracing::warn!(why, "dropping a database connection from the pool");
+    drop(Object::take(conn));
 }
 
 /// Opens `path` (creating parent folders), in WAL mode with [`BUSY_TIMEOUT`] set.
@@ -73,6 +107,19 @@ pub fn open(path: &Path) -> Result<Connection, DbError> {
 pub fn open_migrated(path: &Path) -> Result<Connection, DbError> {
     let mut conn = open(path)?;
     migrations::run(&mut conn)?;
+    Ok(conn)
+}
+
+/// A read-only connection to the existing database at `path` that waits at most
+/// `busy_timeout` for a lock.
+///
+/// Errors: SQLite cannot open the file.
+pub fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connection, DbError> {
+    let conn = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(busy_timeout)?;
     Ok(conn)
 }
 
@@ -108,7 +155,8 @@ pub fn create_pool(path: &Path, max_size: usize) -> Result<Pool, DbError> {
         .map_err(|e| DbError::Pool(e.to_string()))
 }
 
-/// Runs `f` on a pooled connection on the pool's blocking thread.
+/// Runs `f` on a pooled connection on the pool's blocking thread. A connection that
+/// fails with an error that [`poisons_connection`] is dropped from the pool.
 ///
 /// Errors: no connection could be had, `f` panicked, or `f` itself failed.
 pub async fn with_conn<T, F>(pool: &Pool, f: F) -> Result<T, DbError>
@@ -117,10 +165,16 @@ where
     T: Send + 'static,
 {
     let conn = pool.get().await.map_err(|e| DbError::Pool(e.to_string()))?;
-    conn.interact(f)
+    let result = conn
+        .interact(f)
         .await
-        .map_err(|e| DbError::Pool(e.to_string()))?
-        .map_err(DbError::from)
+        .map_err(|e| DbError::Pool(e.to_string()))?;
+    if let Err(e) = &result {
+        if poisons_connection(e) {
+            discard(conn, "storage error");
+        }
+    }
+    result.map_err(DbError::from)
 }
 
 /// Runs `f` inside a `BEGIN IMMEDIATE` transaction on a pooled connection and
@@ -129,22 +183,54 @@ where
 /// never races another writer; a writer that finds the lock taken waits up to
 /// [`BUSY_TIMEOUT`].
 ///
-/// Errors: as [`with_conn`].
+/// A pooled connection that SQLite opened read-only (the file was not writable at
+/// that moment: it stays read-only for good) is dropped before `f` runs and another
+/// one taken, up to the pool's size plus one times; so once the file is writable
+/// again, the next write succeeds.
+///
+/// Errors: as [`with_conn`]; `SQLITE_READONLY` when every try found a read-only
+/// connection (the file is still not writable).
 pub async fn with_write<T, F>(pool: &Pool, f: F) -> Result<T, DbError>
 where
     F: FnOnce(&Transaction<'_>) -> Result<T, rusqlite::Error> + Send + 'static,
     T: Send + 'static,
 {
-    with_conn(pool, move |conn| {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
-    })
-    .await
+    let mut f = f;
+    for _ in 0..=pool.status().max_size {
+        let conn = pool.get().await.map_err(|e| DbError::Pool(e.to_string()))?;
+        let outcome = conn
+            .interact(move |c| {
+                if c.is_readonly(rusqlite::MAIN_DB)? {
+                    return Ok(Err(f));
+                }
+                let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let out = f(&tx)?;
+                tx.commit()?;
+                Ok(Ok(out))
+            })
+            .await
+            .map_err(|e| DbError::Pool(e.to_string()))?;
+        match outcome {
+            Ok(Ok(out)) => return Ok(out),
+            Ok(Err(unused)) => {
+                discard(conn, "opened read-only");
+                f = unused;
+            }
+            Err(e) => {
+                if poisons_connection(&e) {
+                    discard(conn, "storage error");
+                }
+                return Err(e.into());
+            }
+        }
+    }
+    Err(DbError::Sqlite(rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+        Some("every database connection opened read-only".into()),
+    )))
 }
 
-/// `SELECT 1`: does the database answer? Used by `/healthz`.
+/// `SELECT 1`: does the database answer?
 pub fn ping(conn: &Connection) -> rusqlite::Result<()> {
     conn.query_row("SELECT 1", [], |_| Ok(()))
 }
@@ -156,4 +242,65 @@ pub(crate) fn temp_db() -> (tempfile::TempDir, Connection) {
     let dir = tempfile::tempdir().expect("temp dir");
     let conn = open_migrated(&dir.path().join("test.sqlite3")).expect("open");
     (dir, conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool_of_read_only_connections(path: &Path, size: usize) -> Pool {
+        let pool = create_pool(path, size).unwrap();
+        let path = path.to_owned();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let mut held = Vec::new();
+                for _ in 0..size {
+                    held.push(pool.get().await.unwrap());
+                }
+                for conn in &held {
+                    let path = path.clone();
+                    conn.interact(move |c| {
+                        *c = Connection::open_with_flags(
+                            &path,
+                            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+                        )
+                        .unwrap();
+                    })
+                    .await
+                    .unwrap();
+                }
+            });
+        pool
+    }
+
+    #[test]
+    fn a_connection_that_fails_with_a_storage_error_leaves_the_pool() {
+        let (dir, _conn) = temp_db();
+        let path = dir.path().join("test.sqlite3");
+        let pool = pool_of_read_only_connections(&path, 2);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            assert_eq!(pool.status().size, 2);
+            let err = with_conn(&pool, |c| {
+                c.execute("INSERT INTO rate_limit_counters VALUES ('k', 0, 1)", [])
+            })
+            .await
+            .unwrap_err();
+            assert!(err.is_storage_fault(), "{err}");
+            assert_eq!(pool.status().size, 1, "the read-only connection is gone");
+            // A write skips the other read-only one and succeeds on a fresh one.
+            with_write(&pool, |tx| {
+                tx.execute("INSERT INTO rate_limit_counters VALUES ('k', 0, 1)", [])
+            })
+            .await
+            .unwrap();
+            pool.close();
+        });
+    }
 }

@@ -269,14 +269,30 @@ fn state(conn: &Connection, id: i64) -> rusqlite::Result<PageState> {
     )
 }
 
-/// The id and PIN hash of the page with this slug, in any state: `None` when no page
-/// has it, `Some((id, None))` when the page was created without a PIN. The only
-/// function that reads `pin_hash`; its value goes to `pin::verify` and nowhere else.
-pub fn pin_hash(conn: &Connection, slug: &str) -> rusqlite::Result<Option<(i64, Option<String>)>> {
+/// What a PIN check needs to know about the page with this slug, in any state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinRecord {
+    pub id: i64,
+    /// `None` when the page was created without a PIN.
+    pub pin_hash: Option<String>,
+    /// Archived or claimed: not a candidate, so public reads answer 404.
+    pub gone: bool,
+}
+
+/// The id, PIN hash and state of the page with this slug, in any state: `None` when
+/// no page has it. The only function that reads `pin_hash`; its value goes to
+/// `pin::verify` and nowhere else.
+pub fn pin_hash(conn: &Connection, slug: &str) -> rusqlite::Result<Option<PinRecord>> {
     conn.query_row(
-        "SELECT id, pin_hash FROM pages WHERE slug = ?1",
+        &format!("SELECT id, pin_hash, NOT ({CANDIDATE}) FROM pages WHERE slug = ?1"),
         [slug],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| {
+            Ok(PinRecord {
+                id: r.get(0)?,
+                pin_hash: r.get(1)?,
+                gone: r.get(2)?,
+            })
+        },
     )
     .optional()
 }
@@ -339,11 +355,9 @@ pub fn candidate_by_slug(conn: &Connection, slug: &str) -> rusqlite::Result<Opti
 /// The corpus generation: moves on every insert, update or delete on `pages`, from
 /// any connection or process (triggers of migration 0001).
 pub fn generation(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row(
-        "SELECT generation FROM corpus_generation WHERE id = 1",
-        [],
-        |r| r.get(0),
-    )
+    // Read on every budgeted search: keep the statement compiled.
+    conn.prepare_cached("SELECT generation FROM corpus_generation WHERE id = 1")?
+        .query_row([], |r| r.get(0))
 }
 
 /// All candidates ordered by id, with the generation they were read at, in one read
@@ -369,6 +383,66 @@ pub fn candidates(conn: &mut Connection) -> rusqlite::Result<(i64, Vec<Candidate
     };
     tx.commit()?;
     Ok((generation, list))
+}
+
+/// What changed after generation `since`: the generation read now, and for each
+/// page changed since (ids ascending) its candidate row, or `None` when it is no
+/// longer a candidate. `Ok(None)` when the change log no longer reaches back to
+/// `since` (compacted, or written before the log existed): reload in full.
+#[allow(clippy::type_complexity)]
+pub fn changes_since(
+    conn: &mut Connection,
+    since: i64,
+) -> rusqlite::Result<Option<(i64, Vec<(i64, Option<Candidate>)>)>> {
+    let tx = conn.transaction()?;
+    let generation = generation(&tx)?;
+    if generation == since {
+        return Ok(Some((generation, Vec::new())));
+    }
+    let reaches_back: bool = tx
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM corpus_changes WHERE generation = ?1)")?
+        .query_row([since + 1], |r| r.get(0))?;
+    if !reaches_back || generation < since {
+        return Ok(None);
+    }
+    let ids: Vec<i64> = tx
+        .prepare_cached(
+            "SELECT DISTINCT page_id FROM corpus_changes WHERE generation > ?1 ORDER BY page_id",
+        )?
+        .query_map([since], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut changes = Vec::with_capacity(ids.len());
+    {
+        let mut stmt = tx.prepare_cached(&format!(
+            "SELECT id, current_version, slug, title, updated_at FROM pages
+             WHERE id = ?1 AND {CANDIDATE}"
+        ))?;
+        for id in ids {
+            let row = stmt
+                .query_row([id], |r| {
+                    Ok(Candidate {
+                        id: r.get(0)?,
+                        version: r.get(1)?,
+                        slug: r.get(2)?,
+                        title: r.get(3)?,
+                        updated_at: r.get(4)?,
+                    })
+                })
+                .optional()?;
+            changes.push((id, row));
+        }
+    }
+    tx.commit()?;
+    Ok(Some((generation, changes)))
+}
+
+/// Deletes change-log rows more than `keep` generations old. Returns how many.
+pub fn compact_changes(conn: &Connection, keep: i64) -> rusqlite::Result<usize> {
+    conn.execute(
+        "DELETE FROM corpus_changes
+         WHERE generation <= (SELECT generation FROM corpus_generation WHERE id = 1) - ?1",
+        [keep],
+    )
 }
 
 #[cfg(test)]
@@ -418,6 +492,32 @@ mod tests {
     }
 
     #[test]
+    fn changes_since_a_generation_name_each_changed_page_once_with_its_candidate_row() {
+        let (_d, mut conn) = db();
+        let a = create_one(&mut conn, Some("a"), "A").unwrap().id;
+        let b = create_one(&mut conn, Some("b"), "B").unwrap().id;
+        let since = generation(&conn).unwrap();
+        let tx = conn.transaction().unwrap();
+        update(&tx, a, Some(&PageTitle::parse("A two").unwrap()), None, 20).unwrap();
+        update(&tx, a, None, None, 21).unwrap();
+        archive(&tx, b, 22).unwrap();
+        tx.commit().unwrap();
+        let (now, changes) = changes_since(&mut conn, since).unwrap().unwrap();
+        assert_eq!(now, generation(&conn).unwrap());
+        assert_eq!(changes.len(), 2);
+        assert_eq!(changes[0].0, a);
+        let row = changes[0].1.as_ref().unwrap();
+        assert_eq!((row.title.as_str(), row.version), ("A two", 3));
+        assert_eq!((changes[1].0, changes[1].1.is_none()), (b, true));
+        // Nothing changed since now; a generation the log no longer reaches is a
+        // full reload.
+        assert_eq!(changes_since(&mut conn, now).unwrap().unwrap().1.len(), 0);
+        compact_changes(&conn, 1).unwrap();
+        assert!(changes_since(&mut conn, since).unwrap().is_none());
+        assert!(changes_since(&mut conn, now - 1).unwrap().is_some());
+    }
+
+    #[test]
     fn an_explicit_slug_in_use_is_refused() {
         let (_d, mut conn) = db();
         create_one(&mut conn, Some("a"), "A").unwrap();
@@ -451,7 +551,11 @@ mod tests {
         assert_eq!(claim(&tx, id, 41).unwrap(), claimed);
         assert_eq!(
             pin_hash(&tx, "a").unwrap(),
-            Some((id, Some("$argon2id$x".into())))
+            Some(PinRecord {
+                id,
+                pin_hash: Some("$argon2id$x".into()),
+                gone: true
+            })
         );
         assert_eq!(pin_hash(&tx, "b").unwrap(), None);
         assert!(candidate_by_slug(&tx, "a").unwrap().is_none());

@@ -1,20 +1,79 @@
-//! `GET /healthz`: 200 when the database answers, 503 when it does not.
+//! `GET /healthz` (liveness) and `GET /readyz` (readiness), SPEC §9.
+//!
+//! `/healthz` touches nothing: 200 while the process runs and serves HTTP.
+//! `/readyz` is 200 only while every check passes: the database file at the
+//! configured path is the one open and is writable, the candidate snapshot is
+//! built, and the budget store answers a read; else 503 naming what failed.
+
+use std::time::Duration;
 
 use actix_web::{web, HttpResponse};
+use serde::Serialize;
 
-use crate::db;
 use crate::state::AppState;
 
-pub async fn healthz(state: web::Data<AppState>) -> HttpResponse {
-    match db::with_conn(&state.pool, |c| db::ping(c)).await {
-        Ok(()) => HttpResponse::Ok()
-            .content_type("text/plain; charset=utf-8")
-            .body("ok\n"),
-        Err(e) => {
-            tracing::error!(error = %e, "health check failed");
-            HttpResponse::ServiceUnavailable()
-                .content_type("text/plain; charset=utf-8")
-                .body("database unavailable\n")
+/// How long `/readyz` waits for the budget store's answer.
+pub const READY_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Liveness: always 200 `ok` while the process runs.
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain; charset=utf-8")
+        .body("ok\n")
+}
+
+/// The answer of `/readyz`: `ready`, and each check's result (`ok` or why not).
+#[derive(Debug, Serialize)]
+pub struct Readiness {
+    pub ready: bool,
+    pub database: String,
+    pub snapshot: String,
+    pub budget_store: String,
+}
+
+/// Readiness: 200 when the database file is the one open and writable, the search
+/// snapshot is built and the budget store answers; else 503. JSON either way.
+pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+    // Answers say which check failed in a few words; the details go to the log.
+    let database = match state.storage.check() {
+        Ok(()) => "ok".to_owned(),
+        Err(fault) => {
+            tracing::error!(%fault, "readiness: database file");
+            format!("the database file is {}", fault.short())
         }
-    }
+    };
+    let snapshot = if state.corpus.peek().generation >= 0 {
+        "ok".to_owned()
+    } else {
+        "the candidate snapshot is not built yet".to_owned()
+    };
+    let read = state.budget_store.ping();
+    let budget_store = match tokio::time::timeout(READY_CHECK_TIMEOUT, read).await {
+        Ok(Ok(())) => "ok".to_owned(),
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "readiness: budget store");
+            "the budget store failed".to_owned()
+        }
+        Err(_) => format!(
+            "the budget store did not answer within {} s",
+            READY_CHECK_TIMEOUT.as_secs()
+        ),
+    };
+    let ready = [&database, &snapshot, &budget_store]
+        .iter()
+        .all(|c| c.as_str() == "ok");
+    let body = Readiness {
+        ready,
+        database,
+        snapshot,
+        budget_store,
+    };
+    let mut response = if ready {
+        HttpResponse::Ok()
+    } else {
+        HttpResponse::ServiceUnavailable()
+    };
+    response
+        .insert_header(("Cache-Control", "no-store"))
+        .json(body)
 }

@@ -30,6 +30,8 @@ struct Row {
 struct LedgerContext {
     pages: Vec<Row>,
     page_no: i64,
+    /// The number of the ledger's last page (1 when it is empty).
+    last_page: i64,
     prev_page: Option<i64>,
     next_page: Option<i64>,
     total: i64,
@@ -77,6 +79,7 @@ pub async fn ledger(
             })
             .collect(),
         page_no,
+        last_page: last_page(total),
         prev_page: (page_no > 1).then(|| (page_no - 1).min(last_page(total))),
         next_page: (offset + LEDGER_PAGE_SIZE < total).then_some(page_no + 1),
         total,
@@ -92,7 +95,9 @@ fn last_page(total: i64) -> i64 {
 struct PageView {
     slug: String,
     title: String,
-    body: String,
+    /// The body as sanitized HTML (see [`crate::markdown`]); inserted unescaped.
+    body_html: String,
+    has_body: bool,
     version: i64,
     updated_at: String,
 }
@@ -100,9 +105,54 @@ struct PageView {
 #[derive(Serialize)]
 struct PageContext {
     page: PageView,
+    meta_description: String,
+    og_title: String,
 }
 
-/// `GET /p/{slug}`: the page, or the 404 page for an unknown or non-candidate slug.
+/// A plain-text summary of a body for `<meta name="description">`: the first
+/// 160 characters of its text, whitespace collapsed, or a line naming the page.
+fn description(title: &str, body: &str) -> String {
+    use pulldown_cmark::{Event, Parser, TagEnd};
+    const LIMIT: usize = 160;
+    let mut raw = String::new();
+    for event in Parser::new_ext(body, crate::markdown::options()) {
+        match event {
+            Event::Text(t) | Event::Code(t) => raw.push_str(&t),
+            Event::SoftBreak
+            | Event::HardBreak
+            | Event::End(
+                TagEnd::Paragraph
+                | TagEnd::Heading(_)
+                | TagEnd::Item
+                | TagEnd::CodeBlock
+                | TagEnd::TableCell,
+            ) => raw.push(' '),
+            _ => {}
+        }
+        if raw.len() > LIMIT * 8 {
+            break;
+        }
+    }
+    let text = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = text.trim();
+    if text.is_empty() {
+        return format!("{title}, a page on agent-pages.");
+    }
+    if text.chars().count() <= LIMIT {
+        return text.to_owned();
+    }
+    // Cut at the last word boundary that fits (mid-word only for one huge word).
+    let cut: String = text.chars().take(LIMIT).collect();
+    let cut = match cut.rfind(' ') {
+        Some(space) if space > 0 => &cut[..space],
+        _ => cut.as_str(),
+    };
+    let cut: String = cut.trim_end().chars().take(LIMIT - 1).collect();
+    format!("{cut}…")
+}
+
+/// `GET /p/{slug}`: the page with its body rendered from Markdown (once per
+/// version), or the 404 page for an unknown or non-candidate slug.
 pub async fn page(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -110,20 +160,20 @@ pub async fn page(
 ) -> HttpResponse {
     match find(&state, slug.into_inner()).await {
         Ok(Some(p)) => {
-            let page = PageView {
-                slug: p.slug,
-                title: p.title,
-                body: p.body,
-                version: p.version,
-                updated_at: format_time(p.updated_at),
+            let body_html = state.markdown.get_or_render(p.id, p.version, &p.body);
+            let context = PageContext {
+                meta_description: description(&p.title, &p.body),
+                og_title: p.title.clone(),
+                page: PageView {
+                    has_body: !p.body.trim().is_empty(),
+                    body_html: body_html.to_string(),
+                    slug: p.slug,
+                    title: p.title,
+                    version: p.version,
+                    updated_at: format_time(p.updated_at),
+                },
             };
-            render(
-                &state,
-                &req,
-                StatusCode::OK,
-                "page.html",
-                PageContext { page },
-            )
+            render(&state, &req, StatusCode::OK, "page.html", context)
         }
         Ok(None) => page_not_found(&state, &req),
         Err(e) => internal_error(&state, &req, e),
@@ -170,4 +220,26 @@ fn internal_error(state: &AppState, req: &HttpRequest, e: db::DbError) -> HttpRe
         StatusCode::INTERNAL_SERVER_ERROR,
         "Something went wrong on our side. Please try again.",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::description;
+
+    #[test]
+    fn descriptions_are_the_body_text_cut_at_160_characters() {
+        assert_eq!(
+            description(
+                "T",
+                "# Intro\n\nSome **bold** text\nover lines.\n\n| a | b |\n|---|---|\n| 1 | 2 |"
+            ),
+            "Intro Some bold text over lines. a b 1 2"
+        );
+        assert_eq!(description("Notes", "  "), "Notes, a page on agent-pages.");
+        let long = description("T", &"words ".repeat(100));
+        assert!(long.chars().count() <= 160, "{long}");
+        assert!(long.ends_with(" words…"), "{long}");
+        let one_word = description("T", &"x".repeat(500));
+        assert_eq!(one_word.chars().count(), 160);
+    }
 }

@@ -5,26 +5,47 @@ pub mod assets;
 pub mod health;
 pub mod ledger;
 pub mod metrics;
+pub mod origin;
 pub mod problem;
 pub mod search;
+pub mod security_headers;
 pub mod theme;
+pub mod unread_body;
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use actix_web::http::StatusCode;
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{Method, StatusCode};
+use actix_web::middleware::Next;
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
 use crate::search::client_ip::{self, ClientIp, TrustedProxies};
 use crate::state::AppState;
 
+/// Middleware: a `HEAD` request is routed exactly as the `GET` of the same URL, so
+/// every GET route answers HEAD with GET's status and headers (SPEC §9). actix-http
+/// decided at parse time that this is a HEAD request and sends no body, whatever
+/// the handler produced.
+///
+/// The handler runs in full, as for a GET: a `HEAD /search?q=…` spends the search
+/// budget once and scores exactly what the GET would (it *is* one GET whose body is
+/// not sent).
+pub async fn head_as_get(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    if req.method() == Method::HEAD {
+        req.head_mut().method = Method::GET;
+    }
+    next.call(req).await
+}
+
 /// Gate 2 (SPEC §5) on this request: the socket peer, or the client a trusted proxy
 /// names in `X-Forwarded-For`. Search budgets and PIN failures both count per this.
 pub fn client_ip(req: &HttpRequest, trusted: &TrustedProxies) -> ClientIp {
-    let peer = req
-        .peer_addr()
-        .map(|a| a.ip())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    let peer = peer(req);
     // A header that is not visible ASCII cannot hold an address: keep it in the walk
     // as an unparseable entry rather than dropping it.
     let forwarded: Vec<&str> = req
@@ -35,16 +56,50 @@ pub fn client_ip(req: &HttpRequest, trusted: &TrustedProxies) -> ClientIp {
     client_ip::resolve(peer, &forwarded, trusted)
 }
 
-/// The visitor's theme from the `theme` cookie: `"dark"` or `"light"` (the default).
+/// The socket peer of `req` (0.0.0.0 when unknown, which no sane
+/// `TRUSTED_PROXY_CIDRS` holds).
+fn peer(req: &HttpRequest) -> IpAddr {
+    req.peer_addr()
+        .map(|a| a.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+}
+
+/// Whether the socket peer of `req` is one of our reverse proxies
+/// (`TRUSTED_PROXY_CIDRS`): the one rule for believing any forwarded header, the
+/// client address of gate 2 ([`client_ip`]) and the public host and scheme
+/// ([`origin::of`]) alike.
+pub fn peer_is_trusted(req: &HttpRequest, trusted: &TrustedProxies) -> bool {
+    trusted.contains(peer(req))
+}
+
+/// The visitor's theme from the `theme` cookie: `"dark"` or `"light"` when chosen,
+/// `"auto"` (follow the system's `prefers-color-scheme`) when not.
 pub fn theme(req: &HttpRequest) -> &'static str {
-    match req.cookie("theme") {
-        Some(c) if c.value() == "dark" => "dark",
-        _ => "light",
+    match req.cookie("theme").as_ref().map(|c| c.value()) {
+        Some("dark") => "dark",
+        Some("light") => "light",
+        _ => "auto",
     }
 }
 
-/// Renders `template` with `context` plus `theme` and `q` (empty unless the context
-/// sets it). A template error is logged and becomes a plain 500.
+/// Default `<meta name="description">` of a page that sets none.
+pub const SITE_DESCRIPTION: &str =
+    "Short text pages published by agents: read the ledger or search page titles.";
+
+/// The request's path and query, percent-encoded for a `?back=` parameter, so the
+/// theme switch can return to this page.
+fn back_param(req: &HttpRequest) -> String {
+    let here = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    percent_encoding::utf8_percent_encode(here, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// Renders `template` with `context` plus `theme`, `back` (this page, for the theme
+/// switch), and defaults for `q` (empty), `meta_description` and `og_title` when the
+/// context does not set them. A template error is logged and becomes a plain 500.
 pub fn render(
     state: &AppState,
     req: &HttpRequest,
@@ -57,8 +112,15 @@ pub fn render(
         Err(e) => return template_failure(template, e),
     };
     ctx.insert("theme", theme(req));
+    ctx.insert("back", &back_param(req));
     if !ctx.contains_key("q") {
         ctx.insert("q", "");
+    }
+    if !ctx.contains_key("meta_description") {
+        ctx.insert("meta_description", SITE_DESCRIPTION);
+    }
+    if !ctx.contains_key("og_title") {
+        ctx.insert("og_title", "agent-pages");
     }
     match state.templates.render(template, &ctx) {
         Ok(html) => HttpResponse::build(status)

@@ -72,9 +72,18 @@ impl Snapshot {
     }
 }
 
+/// Longest wait of the dedicated generation reader for a lock (only a checkpoint
+/// or recovery can make a WAL reader wait) before the pool is asked instead.
+const GENERATION_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// The current snapshot and how to refresh it.
 pub struct Corpus {
     pool: Pool,
+    /// A read connection of its own for the one-row generation read every budgeted
+    /// search makes, done on the calling thread: under WAL a reader never waits
+    /// for a writer, and a pool round trip (a blocking-thread hop) cost more than
+    /// the read. `None` when it could not be opened; then the pool is used.
+    generation_conn: Option<std::sync::Mutex<rusqlite::Connection>>,
     current: RwLock<Arc<Snapshot>>,
     rebuild: tokio::sync::Mutex<()>,
     /// Counts [`Corpus::current`] calls (candidate fetches of searches).
@@ -82,11 +91,16 @@ pub struct Corpus {
 }
 
 impl Corpus {
-    /// An empty snapshot (generation -1) over `pool`; `fetches` counts the
-    /// candidate fetches of searches.
-    pub fn new(pool: Pool, fetches: IntCounter) -> Self {
+    /// An empty snapshot (generation -1) over `pool`, whose database is at `path`;
+    /// `fetches` counts the candidate fetches of searches.
+    pub fn new(pool: Pool, path: &std::path::Path, fetches: IntCounter) -> Self {
+        let generation_conn = db::open_reader(path, GENERATION_READ_TIMEOUT)
+            .map_err(|e| tracing::warn!(error = %e, "no dedicated generation reader"))
+            .ok()
+            .map(std::sync::Mutex::new);
         Self {
             pool,
+            generation_conn,
             current: RwLock::new(Arc::new(Snapshot::build(-1, Vec::new()))),
             rebuild: tokio::sync::Mutex::new(()),
             fetches,
@@ -95,20 +109,39 @@ impl Corpus {
 
     /// Builds the snapshot ahead of the first search; not counted as a fetch.
     pub async fn warm(&self) -> Result<Arc<Snapshot>, DbError> {
-        self.refresh().await
+        self.refresh(None).await
     }
 
-    /// The snapshot a fresh fetch would give now: one generation read, plus a full
-    /// reload only when the generation moved.
+    /// The snapshot a fresh fetch would give now: the generation (`generation` when
+    /// the caller read it moments ago, in its budget transaction; else read now),
+    /// plus a reload only when it moved.
     ///
     /// Errors: the database could not be read.
-    pub async fn current(&self) -> Result<Arc<Snapshot>, DbError> {
+    pub async fn current(&self, generation: Option<i64>) -> Result<Arc<Snapshot>, DbError> {
         self.fetches.inc();
-        self.refresh().await
+        self.refresh(generation).await
     }
 
-    async fn refresh(&self) -> Result<Arc<Snapshot>, DbError> {
-        let generation = db::with_conn(&self.pool, |c| pages::generation(c)).await?;
+    /// The corpus generation now: on the dedicated reader when it answers, else
+    /// through the pool.
+    async fn generation(&self) -> Result<i64, DbError> {
+        if let Some(conn) = &self.generation_conn {
+            let read = conn
+                .lock()
+                .map_err(|_| ())
+                .and_then(|c| pages::generation(&c).map_err(|_| ()));
+            if let Ok(generation) = read {
+                return Ok(generation);
+            }
+        }
+        db::with_conn(&self.pool, |c| pages::generation(c)).await
+    }
+
+    async fn refresh(&self, known: Option<i64>) -> Result<Arc<Snapshot>, DbError> {
+        let generation = match known {
+            Some(generation) => generation,
+            None => self.generation().await?,
+        };
         if let Some(s) = self.at_least(generation) {
             return Ok(s);
         }

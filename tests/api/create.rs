@@ -49,8 +49,10 @@ async fn without_a_slug_it_is_derived_from_the_title_and_numbered_when_taken() {
     // The import corpus has `kubernetes` already.
     let r = app.create(json!({"title": "Kubernetes"})).await;
     assert_eq!(r.json()["slug"], "kubernetes-2");
-    // A title with no ASCII letter or digit gives `page`.
+    // Other scripts are transliterated; a title with nothing left gives `page`.
     let r = app.create(json!({"title": "日本語"})).await;
+    assert_eq!(r.json()["slug"], "ri-ben-yu");
+    let r = app.create(json!({"title": "!!!"})).await;
     assert_eq!(r.json()["slug"], "page");
 }
 

@@ -174,7 +174,7 @@ async fn unknown_api_paths_and_methods_are_problems_too() {
         text: r.text().await.unwrap(),
     };
     r.problem(405, "method-not-allowed");
-    assert_eq!(r.header("allow"), Some("GET, PUT"));
+    assert_eq!(r.header("allow"), Some("GET, HEAD, PUT"));
     app.fetch("/api/pages/kubernetes/archive")
         .await
         .problem(405, "method-not-allowed");

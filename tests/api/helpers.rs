@@ -160,3 +160,92 @@ impl Write for Capture {
         Ok(())
     }
 }
+
+/// What a raw exchange read: the status line's code, the header block and whatever
+/// came after it, until the server closed the connection.
+#[derive(Debug)]
+pub struct RawReply {
+    pub status: u16,
+    pub head: String,
+    pub after_head: Vec<u8>,
+}
+
+impl RawReply {
+    /// The value of header `name` (case-insensitive), if present.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().skip(1).find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+}
+
+impl TestApp {
+    /// Opens a TCP connection to the app, sends `bytes` exactly as given and keeps
+    /// the connection open for more (the caller may stall it).
+    pub async fn raw_connect(&self, bytes: &[u8]) -> tokio::net::TcpStream {
+        use tokio::io::AsyncWriteExt as _;
+        let addr = self.address.trim_start_matches("http://");
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(bytes).await.unwrap();
+        stream
+    }
+
+    /// Sends `bytes` on a fresh connection and reads everything until the server
+    /// closes it. Fails the test if the server keeps it open for 60 s.
+    pub async fn raw_exchange(&self, bytes: &[u8]) -> RawReply {
+        read_until_closed(self.raw_connect(bytes).await).await
+    }
+}
+
+/// Reads `stream` until the server closes it; fails the test after 60 s (a server
+/// that never closes is the fault some tests look for).
+pub async fn read_until_closed(mut stream: tokio::net::TcpStream) -> RawReply {
+    use tokio::io::AsyncReadExt as _;
+    let mut all = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let mut buf = [0u8; 8192];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => all.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await
+    .expect("the server kept the connection open for 60 s");
+    let split = all
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no complete head: {:?}", String::from_utf8_lossy(&all)));
+    let head = String::from_utf8_lossy(&all[..split]).into_owned();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {head}"));
+    RawReply {
+        status,
+        head,
+        after_head: all[split + 4..].to_vec(),
+    }
+}
+
+impl TestApp {
+    /// Pages stored, in any state.
+    pub fn stored_count(&self) -> i64 {
+        self.conn()
+            .query_row("SELECT COUNT(*) FROM pages", [], |r| r.get(0))
+            .unwrap()
+    }
+}
+
+impl TestApp {
+    /// Publishes `slug` with [`PIN`] and no body; panics unless 201.
+    pub async fn publish_locked(&self, slug: &str) {
+        let r = self
+            .create(json!({"slug": slug, "title": slug, "pin": PIN}))
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+}

@@ -87,3 +87,44 @@ async fn a_claimed_page_is_gone_from_the_ledger_search_and_its_page() {
     assert_eq!(r.json()["claimed_at"], T0 + 3);
     assert_eq!(r.json()["version"], 2);
 }
+
+#[actix_web::test]
+async fn a_gone_page_is_not_found_to_anyone_without_its_pin() {
+    let app = spawn_app().await;
+    app.publish("gone", "Gone page").await;
+    app.publish("claimed", "Claimed page").await;
+    assert_eq!(
+        app.act("gone", "archive", Some(PIN), AGENT).await.status,
+        200
+    );
+    assert_eq!(
+        app.act("claimed", "claim", Some(PIN), AGENT).await.status,
+        200
+    );
+    let never = app
+        .act("never-was", "claim", Some("wrong pin!"), AGENT)
+        .await
+        .problem(404, "not-found");
+    for slug in ["gone", "claimed"] {
+        app.fetch(&format!("/api/pages/{slug}"))
+            .await
+            .problem(404, "not-found");
+        for pin in [None, Some("wrong pin!")] {
+            for action in ["claim", "archive"] {
+                let p = app
+                    .act(slug, action, pin, AGENT)
+                    .await
+                    .problem(404, "not-found");
+                assert_eq!(
+                    p["detail"],
+                    never["detail"].as_str().unwrap().replace("never-was", slug)
+                );
+            }
+            app.put_page(slug, pin, AGENT, json!({"body": "x"}))
+                .await
+                .problem(404, "not-found");
+        }
+        // Its PIN holder still reaches it.
+        assert_eq!(app.act(slug, "claim", Some(PIN), AGENT).await.status, 200);
+    }
+}

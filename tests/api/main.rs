@@ -7,10 +7,18 @@ mod helpers;
 
 mod concurrency;
 mod create;
+mod deadlines;
 mod errors;
+mod forwarded;
+mod head;
 mod lifecycle;
 mod openapi;
+mod other_writers;
 mod pins;
+mod publish_budget;
 mod read;
+mod read_only;
 mod search_effects;
+mod storage;
+mod titles;
 mod update;

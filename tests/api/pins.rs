@@ -63,11 +63,26 @@ async fn the_11th_wrong_pin_from_one_client_is_429_and_other_clients_are_unaffec
     assert_eq!(app.stored("vault").1, "Still mine");
 
     // Counted in SQLite under the hashed key, never the address.
+    let pin_key = |client: &str| {
+        app.state
+            .budgets
+            .pin_failures
+            .keys(&agent_pages::search::client_ip::ClientIp::from_addr(
+                client.parse().unwrap(),
+            ))
+            .0
+            .remove(0)
+    };
     let rows: Vec<(String, i64)> = app
         .conn()
-        .prepare("SELECT bucket, count FROM rate_limit_counters ORDER BY count DESC")
+        .prepare(
+            "SELECT bucket, count FROM rate_limit_counters WHERE bucket IN (?1, ?2)
+             ORDER BY count DESC",
+        )
         .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_map([pin_key(GUESSER), pin_key(NEIGHBOUR)], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();

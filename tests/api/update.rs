@@ -156,9 +156,22 @@ async fn a_pin_header_that_is_not_utf8_is_a_validation_problem_and_not_counted()
     let p: serde_json::Value = r.json().await.unwrap();
     assert_eq!(p["type"], "/problems/validation");
     assert_eq!(p["field"], "X-Page-Pin");
+    let pin_key = app
+        .state
+        .budgets
+        .pin_failures
+        .keys(&agent_pages::search::client_ip::ClientIp::from_addr(
+            AGENT.parse().unwrap(),
+        ))
+        .0
+        .remove(0);
     let failures: i64 = app
         .conn()
-        .query_row("SELECT COUNT(*) FROM rate_limit_counters", [], |r| r.get(0))
+        .query_row(
+            "SELECT COUNT(*) FROM rate_limit_counters WHERE bucket = ?1",
+            [pin_key],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(failures, 0);
 }

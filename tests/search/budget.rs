@@ -68,3 +68,33 @@ async fn windows_reset_on_their_boundaries_and_retry_after_counts_down() {
     assert_eq!(app.search("vim", client).await.status(), 200);
     assert_eq!(app.counters(client), (1, 2));
 }
+
+#[actix_web::test]
+async fn a_day_window_added_in_configuration_alone_is_enforced_end_to_end() {
+    let app = spawn_app_with(|s| {
+        s.search_budget
+            .windows
+            .push(agent_pages::budget::FixedWindow::new("day", 86_400, 3));
+    })
+    .await;
+    let client = "192.0.2.88";
+    for hour in 0..3 {
+        app.clock.set(T0 + hour * 3600);
+        assert_eq!(app.search("redis", client).await.status(), 200);
+    }
+    app.clock.set(T0 + 3 * 3600 + 5);
+    let r = app.search("redis", client).await;
+    assert_eq!(r.status(), 429);
+    let day_left = 86_400 - (T0 + 3 * 3600 + 5) % 86_400;
+    assert_eq!(header(&r, "retry-after"), Some(&*day_left.to_string()));
+    assert_eq!(
+        header(&r, "ratelimit"),
+        Some(&*format!("\"day\";r=0;t={day_left}"))
+    );
+    assert_eq!(app.outcome_count("429-day").await, 1);
+    assert_eq!(
+        app.counters(client),
+        (1, 1),
+        "minute and hour rows unchanged"
+    );
+}

@@ -80,3 +80,47 @@ async fn a_change_outside_the_candidates_keeps_the_cache_warm() {
     let r = app.search("golang compiler", CLIENT).await;
     assert_eq!(header(&r, "x-search-cache"), Some("hit"));
 }
+
+#[actix_web::test]
+async fn writes_by_another_process_during_a_burst_never_yield_a_stale_title() {
+    let app = crate::helpers::spawn_app_with(|s| {
+        s.search_budget.set_limit("minute", 100_000);
+        s.search_budget.set_limit("hour", 100_000);
+    })
+    .await;
+    let writer = app.conn();
+    for k in 1..=15 {
+        // Searches in flight while another connection renames the page...
+        let burst: Vec<_> = (0..8)
+            .map(|i| app.spawn_search_full("persistent database", &format!("198.51.100.{i}")))
+            .collect();
+        writer
+            .execute(
+                "UPDATE pages SET title = ?1, current_version = current_version + 1
+                 WHERE slug = 'redis'",
+                [format!("Persistent key-value database revision {k}")],
+            )
+            .unwrap();
+        // ...and every search sent after that commit shows the new title.
+        let (status, _, body) = app
+            .spawn_search_full("persistent database", CLIENT)
+            .await
+            .unwrap();
+        assert_eq!(status, 200);
+        let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let title = json["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["slug"] == "redis")
+            .map(|r| r["title"].as_str().unwrap().to_owned());
+        assert_eq!(
+            title.as_deref(),
+            Some(&*format!("Persistent key-value database revision {k}")),
+            "after write {k}"
+        );
+        for h in burst {
+            assert!(matches!(h.await.unwrap().0, 200 | 503));
+        }
+    }
+}

@@ -27,3 +27,24 @@ async fn matched_words_are_marked_and_titles_stay_escaped() {
     );
     assert!(!body.contains("<script>alert"));
 }
+
+#[actix_web::test]
+async fn json_results_carry_the_marks_as_character_offsets() {
+    let app = spawn_app().await;
+    app.conn()
+        .execute(
+            "INSERT INTO pages (slug, title, created_at, updated_at) VALUES ('cafe', 'Café Kubernetes', 1, 1)",
+            [],
+        )
+        .unwrap();
+    let (status, _, body) = app.search_json("kubrenetes cafe", "192.0.2.6").await;
+    assert_eq!(status, 200);
+    let row = body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["slug"] == "cafe")
+        .unwrap_or_else(|| panic!("{body}"));
+    // Offsets count characters: "Café" is 4 of them (5 bytes).
+    assert_eq!(row["marks"], serde_json::json!([[0, 4], [5, 15]]), "{body}");
+}

@@ -1,7 +1,11 @@
-//! Reading a JSON request body: media type, size cap, then parsing with the failing
-//! field named. Bodies are read by hand rather than with `web::Json` so that every
+//! Reading a JSON request body: media type, size cap, a slot among the bodies read
+//! at once and a deadline for the whole body, then parsing with the failing field
+//! named. Bodies are read by hand rather than with `web::Json` so that every
 //! refusal is a problem document and an oversized body is refused from its
 //! `Content-Length` before a byte of it is read.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest};
@@ -15,19 +19,50 @@ use super::error::ApiError;
 /// and the other fields.
 pub const BODY_LIMIT: usize = 300 * 1024;
 
+/// The bounds on reading bodies: how long one may take to arrive, and how many are
+/// read at once. actix-web has no body-read timeout of its own, so without these a
+/// client that sends `Content-Length: 1000` and one byte holds a socket (and a
+/// file descriptor) for good.
+#[derive(Debug, Clone)]
+pub struct BodyGate {
+    deadline: Duration,
+    cap: usize,
+    slots: Arc<tokio::sync::Semaphore>,
+}
+
+impl BodyGate {
+    /// A gate with `limits.body_timeout` and `limits.max_open_bodies` slots.
+    pub fn new(limits: crate::configuration::RequestLimits) -> Self {
+        Self {
+            deadline: limits.body_timeout,
+            cap: limits.max_open_bodies,
+            slots: Arc::new(tokio::sync::Semaphore::new(limits.max_open_bodies)),
+        }
+    }
+
+    /// Bodies being read right now.
+    pub fn open(&self) -> usize {
+        self.cap - self.slots.available_permits()
+    }
+}
+
 /// Reads the body of `req` and parses it as `T`.
 ///
 /// Errors: [`ApiError::UnsupportedMediaType`] for a non-JSON `Content-Type` (none at
 /// all is taken as JSON); [`ApiError::PayloadTooLarge`] past [`BODY_LIMIT`];
+/// [`ApiError::TooManyOpenBodies`] when the gate's cap of bodies is being read
+/// already (no waiting); [`ApiError::BodyTimeout`] when the body has not arrived in
+/// full within the gate's deadline (the connection is then closed);
 /// [`ApiError::MalformedJson`] for an unreadable, empty or non-JSON body;
 /// [`ApiError::Validation`] for JSON of the wrong shape (wrong type, unknown,
 /// missing or repeated field), naming the field.
 pub async fn read_json<T: DeserializeOwned>(
+    gate: &BodyGate,
     req: &HttpRequest,
     payload: web::Payload,
 ) -> Result<T, ApiError> {
     check_media_type(req)?;
-    let bytes = read_capped(req, payload, BODY_LIMIT).await?;
+    let bytes = read_capped(gate, req, payload, BODY_LIMIT).await?;
     parse(&bytes)
 }
 
@@ -53,6 +88,7 @@ fn check_media_type(req: &HttpRequest) -> Result<(), ApiError> {
 }
 
 async fn read_capped(
+    gate: &BodyGate,
     req: &HttpRequest,
     mut payload: web::Payload,
     limit: usize,
@@ -65,18 +101,30 @@ async fn read_capped(
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::PayloadTooLarge { limit });
     }
-    let mut body = Vec::with_capacity(declared.unwrap_or(0) as usize);
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| ApiError::MalformedJson {
-            field: None,
-            detail: format!("the request body could not be read: {e}"),
-        })?;
-        if body.len() + chunk.len() > limit {
-            return Err(ApiError::PayloadTooLarge { limit });
+    let _slot = gate
+        .slots
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| ApiError::TooManyOpenBodies { cap: gate.cap })?;
+    let read = async {
+        let mut body = Vec::with_capacity(declared.unwrap_or(0) as usize);
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk.map_err(|e| ApiError::MalformedJson {
+                field: None,
+                detail: format!("the request body could not be read: {e}"),
+            })?;
+            if body.len() + chunk.len() > limit {
+                return Err(ApiError::PayloadTooLarge { limit });
+            }
+            body.extend_from_slice(&chunk);
         }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+        Ok(body)
+    };
+    tokio::time::timeout(gate.deadline, read)
+        .await
+        .unwrap_or(Err(ApiError::BodyTimeout {
+            seconds: gate.deadline.as_secs(),
+        }))
 }
 
 /// Parses `bytes` as one JSON value of type `T` (whitespace around it allowed).

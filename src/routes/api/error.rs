@@ -29,6 +29,14 @@ pub enum ApiError {
     /// The body is over `limit` bytes (refused from `Content-Length` when given).
     #[error("the request body is over {limit} bytes")]
     PayloadTooLarge { limit: usize },
+    /// The body did not arrive in full within `seconds`; the connection is closed.
+    #[error("the request body did not arrive in full within {seconds} seconds")]
+    BodyTimeout { seconds: u64 },
+    /// `cap` request bodies are being received already; try again in a second.
+    #[error(
+        "the server is receiving {cap} request bodies already, its limit: try again in a second"
+    )]
+    TooManyOpenBodies { cap: usize },
     /// No page (or no API route) at this path; the detail says which.
     #[error("{0}")]
     NotFound(String),
@@ -50,14 +58,37 @@ pub enum ApiError {
     /// This client had too many wrong PINs this hour; `retry_after` is in seconds.
     #[error("too many wrong PINs from this client: try again in {retry_after} seconds")]
     TooManyPinFailures { retry_after: i64 },
-    /// The budget store (Redis, or a SQLite file locked past its timeout) did not
-    /// answer in time, so the PIN-failure count cannot be checked: retry in a second.
-    #[error("the request budget cannot be checked right now; please retry in a second")]
+    /// This client's publish budget has a full window (`window`); `retry_after` is in
+    /// seconds; `policy` and `state` are the `RateLimit-Policy` and `RateLimit` values.
+    #[error(
+        "too many page writes from this client this {window}: try again in {retry_after} seconds"
+    )]
+    PublishRateLimited {
+        window: String,
+        retry_after: i64,
+        policy: String,
+        state: String,
+    },
+    /// The budget store did not answer in time: try again in a second.
+    #[error("the request budget cannot be checked right now: try again in a second")]
     BudgetUnavailable,
+    /// Another process or connection held the database's write lock for longer
+    /// than the busy timeout; retry in a second.
+    #[error("the database is busy with another writer: try again in a second")]
+    DatabaseBusy,
+    /// The database file cannot be written now (read-only, gone or replaced, or
+    /// an I/O error): nothing was written; retry later.
+    #[error(
+        "the page store cannot be written right now: nothing was saved; try again in a few seconds"
+    )]
+    StorageUnavailable,
     /// Anything else: a database or worker failure. The cause is logged only.
     #[error("something went wrong on our side; please try again")]
     Internal(#[source] anyhow::Error),
 }
+
+/// `Retry-After` of [`ApiError::StorageUnavailable`], in seconds.
+pub const STORAGE_RETRY_AFTER: i64 = 5;
 
 /// One kind of problem: its status, its `type` and its `title`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +107,7 @@ const fn kind(status: StatusCode, problem_type: &'static str, title: &'static st
 }
 
 /// Every kind the API answers with, in the order the docs list them.
-pub const KINDS: [Kind; 13] = [
+pub const KINDS: [Kind; 18] = [
     kind(
         StatusCode::BAD_REQUEST,
         "/problems/validation",
@@ -121,14 +152,39 @@ pub const KINDS: [Kind; 13] = [
         "Too many wrong PINs",
     ),
     kind(
+        StatusCode::TOO_MANY_REQUESTS,
+        "/problems/publish-rate-limited",
+        "Too many page writes",
+    ),
+    kind(
         StatusCode::SERVICE_UNAVAILABLE,
         "/problems/budget-unavailable",
-        "Budget store unavailable",
+        "Budget unavailable",
     ),
     kind(
         StatusCode::INTERNAL_SERVER_ERROR,
         "/problems/internal",
         "Internal error",
+    ),
+    kind(
+        StatusCode::REQUEST_TIMEOUT,
+        "/problems/request-timeout",
+        "Request body too slow",
+    ),
+    kind(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/problems/too-many-open-bodies",
+        "Too many request bodies at once",
+    ),
+    kind(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/problems/database-busy",
+        "Database busy",
+    ),
+    kind(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "/problems/storage-unavailable",
+        "Storage unavailable",
     ),
 ];
 
@@ -147,8 +203,13 @@ impl ApiError {
             ApiError::WrongPin => 8,
             ApiError::PageLocked => 9,
             ApiError::TooManyPinFailures { .. } => 10,
-            ApiError::BudgetUnavailable => 11,
-            ApiError::Internal(_) => 12,
+            ApiError::PublishRateLimited { .. } => 11,
+            ApiError::BudgetUnavailable => 12,
+            ApiError::Internal(_) => 13,
+            ApiError::BodyTimeout { .. } => 14,
+            ApiError::TooManyOpenBodies { .. } => 15,
+            ApiError::DatabaseBusy => 16,
+            ApiError::StorageUnavailable => 17,
         }]
     }
 
@@ -190,8 +251,19 @@ impl From<PinError> for ApiError {
 }
 
 impl From<DbError> for ApiError {
+    /// A busy database (another writer held the lock past the busy timeout) or one
+    /// that cannot be written now (read-only, I/O error) is a 503 to retry, never a
+    /// 500; anything else is internal.
     fn from(e: DbError) -> Self {
-        ApiError::Internal(e.into())
+        if e.is_busy() {
+            tracing::warn!(error = %e, "database busy: answered 503");
+            ApiError::DatabaseBusy
+        } else if e.is_storage_fault() {
+            tracing::error!(error = %e, "database cannot be written: answered 503");
+            ApiError::StorageUnavailable
+        } else {
+            ApiError::Internal(e.into())
+        }
     }
 }
 
@@ -208,8 +280,12 @@ impl ResponseError for ApiError {
         }
         let kind = self.kind();
         let retry_after = match self {
-            ApiError::TooManyPinFailures { retry_after } => Some((*retry_after).max(1)),
-            ApiError::BudgetUnavailable => Some(1),
+            ApiError::TooManyPinFailures { retry_after }
+            | ApiError::PublishRateLimited { retry_after, .. } => Some((*retry_after).max(1)),
+            ApiError::BudgetUnavailable
+            | ApiError::TooManyOpenBodies { .. }
+            | ApiError::DatabaseBusy => Some(1),
+            ApiError::StorageUnavailable => Some(STORAGE_RETRY_AFTER),
             _ => None,
         };
         let problem = Problem {
@@ -218,10 +294,20 @@ impl ResponseError for ApiError {
             ..Problem::new(kind.status, kind.problem_type, kind.title, self.to_string())
         };
         let mut response = problem.response();
+        if let ApiError::PublishRateLimited { policy, state, .. } = self {
+            super::publish_budget::insert_headers(&mut response, policy, state);
+        }
         if let ApiError::MethodNotAllowed { allow } = self {
             response
                 .headers_mut()
                 .insert(header::ALLOW, header::HeaderValue::from_static(allow));
+        }
+        if let ApiError::BodyTimeout { .. } = self {
+            // The rest of the body may still come: this connection cannot carry
+            // another request.
+            response
+                .head_mut()
+                .set_connection_type(actix_web::http::ConnectionType::Close);
         }
         response
     }

@@ -10,6 +10,7 @@ pub mod body;
 pub mod error;
 pub mod openapi;
 pub mod pin_check;
+pub mod publish_budget;
 pub mod types;
 
 use actix_web::http::header;
@@ -44,13 +45,13 @@ pub fn scope() -> actix_web::Scope {
             web::resource("/pages")
                 .route(web::post().to(create))
                 .route(web::get().to(list))
-                .default_service(web::to(|| wrong_method("GET, POST"))),
+                .default_service(web::to(|| wrong_method("GET, HEAD, POST"))),
         )
         .service(
             web::resource("/pages/{slug}")
                 .route(web::get().to(get))
                 .route(web::put().to(update))
-                .default_service(web::to(|| wrong_method("GET, PUT"))),
+                .default_service(web::to(|| wrong_method("GET, HEAD, PUT"))),
         )
         .service(
             web::resource("/pages/{slug}/archive")
@@ -65,7 +66,7 @@ pub fn scope() -> actix_web::Scope {
         .service(
             web::resource("/openapi.json")
                 .route(web::get().to(openapi::document))
-                .default_service(web::to(|| wrong_method("GET"))),
+                .default_service(web::to(|| wrong_method("GET, HEAD"))),
         )
         .default_service(web::to(|| async {
             Err::<HttpResponse, _>(ApiError::NotFound(
@@ -78,10 +79,35 @@ async fn wrong_method(allow: &'static str) -> Result<HttpResponse, ApiError> {
     Err(ApiError::MethodNotAllowed { allow })
 }
 
-/// Where people read the page: an absolute URL on the host the client asked.
-fn page_url(req: &HttpRequest, slug: &str) -> String {
-    let info = req.connection_info();
-    format!("{}://{}/p/{slug}", info.scheme(), info.host())
+/// Runs `f` in a write transaction ([`db::with_write`]) only while the database
+/// file at the configured path is the one the server has open and is writable, and
+/// checks again after the commit: a write into a deleted or replaced file would be
+/// lost at the next start, so it is never acknowledged.
+///
+/// Errors: [`ApiError::StorageUnavailable`] when the file is gone, replaced or not
+/// writable (before: nothing was written; after: the write went to the old file);
+/// else as `From<DbError>`.
+pub(crate) async fn write<T, F>(state: &AppState, f: F) -> Result<T, ApiError>
+where
+    F: FnOnce(&rusqlite::Transaction<'_>) -> Result<T, rusqlite::Error> + Send + 'static,
+    T: Send + 'static,
+{
+    let check = || {
+        state.storage.check().map_err(|fault| {
+            tracing::error!(%fault, "refusing a write: the database file cannot keep it");
+            ApiError::StorageUnavailable
+        })
+    };
+    check()?;
+    let out = db::with_write(&state.pool, f).await?;
+    check()?;
+    Ok(out)
+}
+
+/// Where people read the page: an absolute URL on the host the client asked, or the
+/// one a trusted proxy forwarded ([`crate::routes::origin`]).
+fn page_url(state: &AppState, req: &HttpRequest, slug: &str) -> String {
+    crate::routes::origin::of(req, &state.trusted_proxies).url(&format!("/p/{slug}"))
 }
 
 /// A slug from the path; one that breaks the slug pattern names no page.
@@ -105,6 +131,11 @@ fn path_slug(slug: &str) -> Result<PageSlug, ApiError> {
         (status = 409, description = "The slug is taken", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 300 KiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 408, description = "The body did not arrive in full in time; the connection is closed", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "This client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
+        (status = 503, description = "The request budget cannot be checked right now (`/problems/budget-unavailable`, retry after 1 s), the database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
     )
 )]
 pub async fn create(
@@ -112,26 +143,29 @@ pub async fn create(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let input: CreatePage = body::read_json(&req, payload).await?;
+    let input: CreatePage = body::read_json(&state.bodies, &req, payload).await?;
     let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
+    let spent = publish_budget::spend(&state, &req).await?;
     let pin_hash = match input.pin {
         Some(pin) => Some(pin::hash_off_thread(pin).await?),
         None => None,
     };
     let now = state.clock.now();
-    let created = db::with_write(&state.pool, move |tx| {
+    let created = write(&state, move |tx| {
         pages::create(tx, &page, pin_hash.as_deref(), now)
     })
     .await?
     .map_err(|pages::CreateRefused::SlugTaken(slug)| ApiError::Conflict(slug.to_string()))?;
     let slug = created.slug.to_string();
-    Ok(HttpResponse::Created()
-        .insert_header((header::LOCATION, format!("/api/pages/{slug}")))
-        .json(Created {
-            url: page_url(&req, &slug),
-            version: created.version,
-            slug,
-        }))
+    Ok(spent.headers(
+        HttpResponse::Created()
+            .insert_header((header::LOCATION, format!("/api/pages/{slug}")))
+            .json(Created {
+                url: page_url(&state, &req, &slug),
+                version: created.version,
+                slug,
+            }),
+    ))
 }
 
 /// List published pages, newest first.
@@ -170,7 +204,7 @@ pub async fn list(
     let pages = rows
         .into_iter()
         .map(|p| PageListItem {
-            url: page_url(&req, &p.slug),
+            url: page_url(&state, &req, &p.slug),
             slug: p.slug,
             title: p.title,
             version: p.version,
@@ -222,7 +256,7 @@ pub async fn get(
         .await?
         .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
     Ok(HttpResponse::Ok().json(PageView {
-        url: page_url(&req, &page.slug),
+        url: page_url(&state, &req, &page.slug),
         slug: page.slug,
         title: page.title,
         body: page.body,
@@ -252,8 +286,11 @@ pub async fn get(
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 300 KiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "Too many wrong PINs from this client this hour", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds until the hour window ends"))),
+        (status = 429, description = "Too many wrong PINs from this client this hour (`/problems/too-many-pin-failures`), or its publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
+        (status = 408, description = "The body did not arrive in full in time; the connection is closed", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The request budget cannot be checked right now (`/problems/budget-unavailable`, retry after 1 s), the database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
     )
 )]
 pub async fn update(
@@ -263,22 +300,23 @@ pub async fn update(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let slug = path_slug(&slug)?;
-    let input: UpdatePage = body::read_json(&req, payload).await?;
+    let input: UpdatePage = body::read_json(&state.bodies, &req, payload).await?;
     if input.title.is_none() && input.body.is_none() {
         return Err(ApiError::validation("title", "give title, body or both"));
     }
     let title = input.title.as_deref().map(PageTitle::parse).transpose()?;
     let body = input.body.map(PageBody::parse).transpose()?;
+    let spent = publish_budget::spend(&state, &req).await?;
     let id = pin_check::authorize(&state, &req, &slug).await?;
     let now = state.clock.now();
-    let version = db::with_write(&state.pool, move |tx| {
+    let version = write(&state, move |tx| {
         pages::update(tx, id, title.as_ref(), body.as_ref(), now)
     })
     .await?;
-    Ok(HttpResponse::Ok().json(Updated {
+    Ok(spent.headers(HttpResponse::Ok().json(Updated {
         slug: slug.to_string(),
         version,
-    }))
+    })))
 }
 
 /// Archive a page: it leaves the ledger and search at once.
@@ -296,8 +334,10 @@ pub async fn update(
         (status = 200, description = "Archived", body = StateChanged),
         (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "Too many wrong PINs from this client this hour", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds until the hour window ends"))),
+        (status = 429, description = "Too many wrong PINs from this client this hour (`/problems/too-many-pin-failures`), or its publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
+        (status = 503, description = "The request budget cannot be checked right now (`/problems/budget-unavailable`, retry after 1 s), the database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
     )
 )]
 pub async fn archive(
@@ -323,8 +363,10 @@ pub async fn archive(
         (status = 200, description = "Claimed", body = StateChanged),
         (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "Too many wrong PINs from this client this hour", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds until the hour window ends"))),
+        (status = 429, description = "Too many wrong PINs from this client this hour (`/problems/too-many-pin-failures`), or its publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
+        (status = 503, description = "The request budget cannot be checked right now (`/problems/budget-unavailable`, retry after 1 s), the database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
     )
 )]
 pub async fn claim(
@@ -342,13 +384,14 @@ async fn change_state(
     change: fn(&rusqlite::Transaction<'_>, i64, i64) -> rusqlite::Result<pages::PageState>,
 ) -> Result<HttpResponse, ApiError> {
     let slug = path_slug(slug)?;
+    let spent = publish_budget::spend(state, req).await?;
     let id = pin_check::authorize(state, req, &slug).await?;
     let now = state.clock.now();
-    let after = db::with_write(&state.pool, move |tx| change(tx, id, now)).await?;
-    Ok(HttpResponse::Ok().json(StateChanged {
+    let after = write(state, move |tx| change(tx, id, now)).await?;
+    Ok(spent.headers(HttpResponse::Ok().json(StateChanged {
         slug: after.slug,
         version: after.version,
         lifecycle: after.lifecycle,
         claimed_at: after.claimed_at,
-    }))
+    })))
 }

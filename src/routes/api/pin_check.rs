@@ -5,7 +5,6 @@ use actix_web::HttpRequest;
 use tokio::sync::Mutex;
 
 use super::error::ApiError;
-use crate::budget::store::StoreError;
 use crate::db::{self, pages};
 use crate::domain::PageSlug;
 use crate::pin;
@@ -29,12 +28,14 @@ fn turn(bucket: &str) -> &'static Mutex<()> {
 /// returns the page id.
 ///
 /// In order: a client (SPEC §5 gate 2) whose PIN-failure budget
-/// (`state.budgets.pin_failures`, 10 an hour) is used up gets [`ApiError::TooManyPinFailures`] before anything is looked at; an
-/// unknown slug is [`ApiError::NotFound`]; a page without a PIN is
+/// (`state.budgets.pin_failures`, 10 an hour) is used up gets
+/// [`ApiError::TooManyPinFailures`] before anything is looked at; an
+/// unknown slug is [`ApiError::NotFound`], and so is a gone (archived or claimed)
+/// page without `X-Page-Pin`, or with a wrong one (counted as a failure): a gone
+/// page is 404 to all but its PIN holder, as on every read; a page without a PIN is
 /// [`ApiError::PageLocked`]; no header is [`ApiError::PinRequired`]; a header that is
 /// not UTF-8 is [`ApiError::Validation`]; a wrong PIN is counted against the client
-/// and is [`ApiError::WrongPin`]. Only the last costs an argon2 verification. A
-/// budget store that does not answer is [`ApiError::BudgetUnavailable`] (503).
+/// and is [`ApiError::WrongPin`]. Only the last costs an argon2 verification.
 pub async fn authorize(
     state: &AppState,
     req: &HttpRequest,
@@ -47,11 +48,7 @@ pub async fn authorize(
     let _turn = turn(&keys.0[0]).lock().await;
 
     let now = state.clock.now();
-    let failures = state
-        .budget_store
-        .peek(budget, keys.clone(), now)
-        .await
-        .map_err(store_error)?;
+    let failures = state.budget_store.peek(budget, keys.clone(), now).await?;
     if let Some(full) = budget
         .windows
         .iter()
@@ -69,37 +66,35 @@ pub async fn authorize(
     }
 
     let wanted = slug.as_str().to_owned();
-    let (id, phc) = db::with_conn(&state.pool, move |c| pages::pin_hash(c, &wanted))
+    let page = db::with_conn(&state.pool, move |c| pages::pin_hash(c, &wanted))
         .await?
         .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
-    let phc = phc.ok_or(ApiError::PageLocked)?;
-    let given = req.headers().get(PIN_HEADER).ok_or(ApiError::PinRequired)?;
+    let given = req.headers().get(PIN_HEADER);
+    // A gone (archived or claimed) page is 404 to anyone who cannot show its PIN,
+    // as it is on every read: without one, before anything is checked.
+    if page.gone && (given.is_none() || page.pin_hash.is_none()) {
+        return Err(ApiError::no_page(slug.as_str()));
+    }
+    let phc = page.pin_hash.ok_or(ApiError::PageLocked)?;
+    let given = given.ok_or(ApiError::PinRequired)?;
     let given = std::str::from_utf8(given.as_bytes())
         .map_err(|_| ApiError::validation(PIN_HEADER, "X-Page-Pin must be UTF-8 text"))?
         .to_owned();
 
     if pin::verify_off_thread(given, phc).await? {
-        return Ok(id);
+        return Ok(page.id);
     }
-    let failures = state
-        .budget_store
-        .record(budget, keys, now)
-        .await
-        .map_err(store_error)?;
+    let failures = state.budget_store.record(budget, keys, now).await?;
     tracing::warn!(
         client = &bucket[..],
         slug = slug.as_str(),
         failures = failures.first().copied(),
         "wrong page PIN"
     );
-    Err(ApiError::WrongPin)
-}
-
-/// The store unreachable is a 503 the client may retry (logged once per incident by
-/// the store); any other failure a 500.
-fn store_error(e: StoreError) -> ApiError {
-    match e {
-        StoreError::Unavailable(_) => ApiError::BudgetUnavailable,
-        e => ApiError::Internal(e.into()),
-    }
+    // Counted like any wrong PIN, so a gone page's PIN cannot be guessed either.
+    Err(if page.gone {
+        ApiError::no_page(slug.as_str())
+    } else {
+        ApiError::WrongPin
+    })
 }

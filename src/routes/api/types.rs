@@ -12,7 +12,8 @@ pub struct CreatePage {
     /// (`Café Guide` → `cafe-guide`), with `-2`, `-3`, … added when taken.
     #[schema(pattern = "^[a-z0-9][a-z0-9.+-]{0,79}$", example = "kubernetes-guide")]
     pub slug: Option<String>,
-    /// 1–200 characters after trimming.
+    /// 1–200 characters after trimming, at least one visible; bidi controls are
+    /// removed.
     #[schema(min_length = 1, max_length = 200, example = "Kubernetes guide")]
     pub title: String,
     /// Plain text, at most 262144 bytes; empty when left out.
@@ -29,7 +30,8 @@ pub struct CreatePage {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, expecting = "a JSON object")]
 pub struct UpdatePage {
-    /// 1–200 characters after trimming.
+    /// 1–200 characters after trimming, at least one visible; bidi controls are
+    /// removed.
     #[schema(min_length = 1, max_length = 200)]
     pub title: Option<String>,
     /// Plain text, at most 262144 bytes.

@@ -1,5 +1,6 @@
 //! The HTML answers: `search.html` for every outcome, with the form kept and matched
-//! words marked (each run escaped by the template).
+//! words marked (each run escaped by the template). The result table is rendered
+//! once per cache entry (`search_rows.html`) and reused by every hit.
 
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
@@ -18,7 +19,10 @@ struct SearchContext<'a> {
     heading: &'static str,
     message: String,
     retry_after: Option<i64>,
-    results: Vec<TableRow>,
+    /// On a 429, the name of the refusing window (`minute`, `hour`, …).
+    window: Option<&'a str>,
+    /// The rendered result table (escaped when it was rendered); empty without rows.
+    rows_html: &'a str,
     total: usize,
     shown: usize,
     truncated: bool,
@@ -83,7 +87,16 @@ pub(super) fn html_response(
         heading: kind.title,
         message: outcome.message(&state.budgets.search).into_owned(),
         retry_after: outcome.retry_after(),
-        results: Vec::new(),
+        window: match outcome {
+            Outcome::Refused { window, .. } => state
+                .budgets
+                .search
+                .windows
+                .get(*window)
+                .map(|w| w.name.as_ref()),
+            _ => None,
+        },
+        rows_html: "",
         total: 0,
         shown: 0,
         truncated: false,
@@ -96,18 +109,48 @@ pub(super) fn html_response(
         ..
     } = outcome
     {
-        ctx.results = displayed_rows(result, snapshot)
-            .map(|(row, page, marks)| TableRow {
-                slug: page.slug.clone(),
-                title: highlighted(&page.title, marks),
-                score: format!("{:.1}", row.score),
-                updated_at: format_time(page.updated_at),
-            })
-            .collect();
-        ctx.shown = ctx.results.len();
-        ctx.total = result.total;
-        ctx.truncated = result.truncated;
+        let shown = result.result.rows.len();
+        ctx.rows_html = result.html_rows(|| rows_html(state, result, snapshot));
+        ctx.shown = shown;
+        ctx.total = result.result.total;
+        ctx.truncated = result.result.truncated;
         ctx.cache = Some(cache.as_str());
     }
     render(state, req, kind.status, "search.html", ctx)
+}
+
+#[derive(Serialize)]
+struct RowsContext {
+    results: Vec<TableRow>,
+}
+
+/// The result table of `result` over `snapshot`, rendered once per cache entry; a
+/// template error is logged and leaves the table out.
+fn rows_html(
+    state: &AppState,
+    result: &crate::actors::cache::CachedResult,
+    snapshot: &crate::search::corpus::Snapshot,
+) -> String {
+    let results = displayed_rows(&result.result, snapshot)
+        .map(|(row, page, marks)| TableRow {
+            slug: page.slug.clone(),
+            title: highlighted(&page.title, marks),
+            score: format!("{:.1}", row.score),
+            updated_at: format_time(page.updated_at),
+        })
+        .collect();
+    let ctx = match tera::Context::from_serialize(RowsContext { results }) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            tracing::error!(error = ?e, "result rows context failed");
+            return String::new();
+        }
+    };
+    state
+        .templates
+        .render("search_rows.html", &ctx)
+        .unwrap_or_else(|e| {
+            tracing::error!(error = ?e, "result rows failed to render");
+            String::new()
+        })
 }

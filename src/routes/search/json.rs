@@ -17,12 +17,33 @@ struct ResultRow {
     /// 0–100, one decimal in HTML, two in JSON.
     score: f64,
     updated_at: i64,
+    /// The matched words of `title` as `[start, end)` offsets in Unicode scalar
+    /// values (what `Array.from(title)` indexes), sorted and disjoint.
+    marks: Vec<[usize; 2]>,
+}
+
+/// Byte ranges of `title` as scalar-value offsets; a range that does not fit the
+/// title (or overlaps the one before) is left out, as in the HTML answer.
+fn char_marks(title: &str, ranges: &[std::ops::Range<usize>]) -> Vec<[usize; 2]> {
+    let mut marks = Vec::with_capacity(ranges.len());
+    let mut at = 0;
+    for range in ranges {
+        if range.start < at || title.get(range.clone()).is_none() {
+            continue;
+        }
+        let start = title[..range.start].chars().count();
+        let end = start + title[range.clone()].chars().count();
+        marks.push([start, end]);
+        at = range.end;
+    }
+    marks
 }
 
 #[derive(Serialize)]
 struct JsonAnswer<'a> {
     query: &'a str,
-    results: Vec<ResultRow>,
+    /// The `results` array, serialized once per cache entry.
+    results: &'a serde_json::value::RawValue,
     total: usize,
     truncated: bool,
     cache: &'static str,
@@ -37,15 +58,18 @@ struct JsonShort<'a> {
     message: &'a str,
 }
 
-fn rows(result: &SearchResult, snapshot: &Snapshot) -> Vec<ResultRow> {
-    displayed_rows(result, snapshot)
-        .map(|(row, page, _)| ResultRow {
+/// The `results` array of `result` over `snapshot`, as JSON text.
+fn rows(result: &SearchResult, snapshot: &Snapshot) -> String {
+    let rows: Vec<ResultRow> = displayed_rows(result, snapshot)
+        .map(|(row, page, ranges)| ResultRow {
             slug: page.slug.clone(),
             title: page.title.clone(),
             score: (f64::from(row.score) * 100.0).round() / 100.0,
             updated_at: page.updated_at,
+            marks: char_marks(&page.title, ranges),
         })
-        .collect()
+        .collect();
+    serde_json::to_string(&rows).expect("rows serialize")
 }
 
 pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse {
@@ -56,13 +80,18 @@ pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse
             result,
             snapshot,
             cache,
-        } => HttpResponse::Ok().json(JsonAnswer {
-            query: display,
-            results: rows(result, snapshot),
-            total: result.total,
-            truncated: result.truncated,
-            cache: cache.as_str(),
-        }),
+        } => {
+            let rows = result.json_rows(|| rows(&result.result, snapshot));
+            let results: &serde_json::value::RawValue =
+                serde_json::from_str(rows).expect("rows are JSON");
+            HttpResponse::Ok().json(JsonAnswer {
+                query: display,
+                results,
+                total: result.result.total,
+                truncated: result.result.truncated,
+                cache: cache.as_str(),
+            })
+        }
         Outcome::TooShort { display } => HttpResponse::Ok().json(JsonShort {
             query: display,
             results: [],
@@ -83,5 +112,20 @@ pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse
             }
             .response()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::char_marks;
+
+    #[test]
+    fn marks_count_scalar_values_not_bytes() {
+        let title = "Café Kubernetes";
+        // "Café" is bytes 0..5, "Kubernetes" bytes 6..16.
+        assert_eq!(char_marks(title, &[0..5, 6..16]), vec![[0, 4], [5, 15]]);
+        // A range that ends inside "é" does not fit the title.
+        let inside = std::iter::once(0..4).collect::<Vec<_>>();
+        assert_eq!(char_marks(title, &inside), Vec::<[usize; 2]>::new());
     }
 }

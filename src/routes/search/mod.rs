@@ -78,12 +78,12 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
 
     // Gates 3/4: every window of the budget, both-or-neither.
     let now = state.clock.now();
-    let decision = match state
+    let (decision, generation) = match state
         .budget_store
-        .spend(&state.budgets.search, keys, now)
+        .spend_with_generation(&state.budgets.search, keys, now)
         .await
     {
-        Ok(decision) => decision,
+        Ok(spent) => spent,
         // The store logs the incident once (down, and up again); the search event
         // records this request's outcome.
         Err(StoreError::Unavailable(_)) => return Outcome::BudgetUnavailable { display },
@@ -106,7 +106,7 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     }
 
     // Gate 5: the candidates as a fresh fetch would see them, then the cache.
-    let snapshot = match state.corpus.current().await {
+    let snapshot = match state.corpus.current(generation).await {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "candidate fetch failed");

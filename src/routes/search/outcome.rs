@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use actix_web::http::StatusCode;
 
+use crate::actors::cache::CachedResult;
 use crate::budget::Budget;
 use crate::search::corpus::Snapshot;
-use crate::search::rank::SearchResult;
 
 /// Where an answer came from: the LRU, a scoring this request led, or a scoring
 /// another request led that this one joined.
@@ -61,7 +61,7 @@ pub enum Outcome {
     /// Scored or found in the cache: 200.
     Answered {
         display: String,
-        result: Arc<SearchResult>,
+        result: Arc<CachedResult>,
         snapshot: Arc<Snapshot>,
         cache: CacheStatus,
     },

@@ -1,0 +1,90 @@
+//! The publish budget (SPEC §9): every page write through the API (create, update,
+//! archive, claim) spends one request from the client's two windows
+//! (`PUBLISH_RATE_PER_MINUTE`, `PUBLISH_RATE_PER_HOUR`), both-or-neither, with the
+//! same client identity as search. A refusal is 429 `/problems/publish-rate-limited`
+//! with `Retry-After` and `RateLimit` headers.
+
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::{HttpRequest, HttpResponse};
+
+use super::error::ApiError;
+use crate::budget::store::StoreError;
+use crate::budget::Decision;
+use crate::state::AppState;
+
+/// The `RateLimit-Policy` and `RateLimit` header values of an admitted write, to
+/// put on its answer.
+#[derive(Debug, Clone)]
+pub struct Spent {
+    policy: String,
+    state: String,
+}
+
+impl Spent {
+    /// `response` with this spend's `RateLimit-Policy` and `RateLimit` headers.
+    pub fn headers(&self, mut response: HttpResponse) -> HttpResponse {
+        insert_headers(&mut response, &self.policy, &self.state);
+        response
+    }
+}
+
+/// Inserts `RateLimit-Policy: policy` and `RateLimit: state`.
+pub fn insert_headers(response: &mut HttpResponse, policy: &str, state: &str) {
+    let headers = response.headers_mut();
+    for (name, value) in [("ratelimit-policy", policy), ("ratelimit", state)] {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            headers.insert(HeaderName::from_static(name), v);
+        }
+    }
+}
+
+/// Spends one page write for the client of `req`.
+///
+/// Errors: [`ApiError::PublishRateLimited`] when a window is full (nothing counted),
+/// [`ApiError::BudgetUnavailable`] when the store does not answer in time,
+/// [`ApiError::Internal`] on a store failure.
+pub async fn spend(state: &AppState, req: &HttpRequest) -> Result<Spent, ApiError> {
+    let budget = &state.budgets.publish;
+    let client = crate::routes::client_ip(req, &state.trusted_proxies);
+    let keys = budget.keys(&client);
+    let bucket = keys.log_prefix().to_owned();
+    let now = state.clock.now();
+    let decision = state
+        .budget_store
+        .spend(budget, keys, now)
+        .await
+        .map_err(ApiError::from)?;
+    let spent = Spent {
+        policy: budget.policy_header(),
+        state: budget.state_header(&decision),
+    };
+    match decision {
+        Decision::Admitted(_) => Ok(spent),
+        Decision::Refused {
+            window,
+            retry_after,
+        } => {
+            tracing::warn!(
+                client = &bucket[..],
+                window = &*budget.windows[window].name,
+                "page write refused: publish budget spent"
+            );
+            Err(ApiError::PublishRateLimited {
+                window: budget.windows[window].name.to_string(),
+                retry_after,
+                policy: spent.policy,
+                state: spent.state,
+            })
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            // The store logs the incident once (down, and up again), not per request.
+            StoreError::Unavailable(_) => ApiError::BudgetUnavailable,
+            other => ApiError::Internal(other.into()),
+        }
+    }
+}
