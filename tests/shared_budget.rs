@@ -264,6 +264,13 @@ async fn redis_stopped_is_503_budget_unavailable_logged_once_and_redis_back_is_s
         .as_str()
         .unwrap()
         .ends_with("/problems/budget-unavailable"));
+    // Not ready while it lasts, so a load balancer sends traffic elsewhere.
+    let readyz = http
+        .get(format!("{}/readyz", app.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(readyz.status(), 503);
     // Nothing else changes: the ledger, pages and liveness answer as before.
     for path in ["/", "/p/golang", "/healthz"] {
         let r = http.get(format!("{}{path}", app.url)).send().await.unwrap();
@@ -284,6 +291,12 @@ async fn redis_stopped_is_503_budget_unavailable_logged_once_and_redis_back_is_s
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     app.process.wait_for_line("budget store answers again");
+    let readyz = http
+        .get(format!("{}/readyz", app.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(readyz.status(), 200);
     assert_eq!(app.process.count_lines("budget store answers again"), 1);
     assert_eq!(app.process.count_lines("budget store unavailable"), 1);
     let r = http
