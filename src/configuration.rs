@@ -81,8 +81,8 @@ pub struct ServeArgs {
     #[arg(long, env = "TRUSTED_PROXY_CIDRS", default_value = "")]
     pub trusted_proxy_cidrs: String,
     /// Keep the search, publish and PIN-failure counters in this Redis or Valkey
-    /// (`redis://[:password@]host:port/db`) instead of the SQLite file, so replicas
-    /// on several hosts share one budget. Unset: SQLite.
+    /// (`redis://[:password@]host:port/db`, `rediss://` for TLS) instead of the
+    /// SQLite file, so replicas on several hosts share one budget. Unset: SQLite.
     #[arg(long, env = "AGENT_PAGES_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
     /// Milliseconds one Redis call may take; past it the request is answered 503
@@ -364,7 +364,7 @@ mod tests {
 
     #[test]
     fn a_bad_redis_url_names_its_variable_and_hides_the_password() {
-        for url in ["http://:s3cret@cache", "rediss://:s3cret@cache:6380"] {
+        for url in ["http://:s3cret@cache", "redis://:s3cret@cache:6379/x"] {
             let err = parse(&["--redis-url", url]).err().unwrap();
             assert_eq!(err.variable, "AGENT_PAGES_REDIS_URL");
             assert!(!err.to_string().contains("s3cret"), "{err}");

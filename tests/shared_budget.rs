@@ -355,3 +355,37 @@ async fn the_service_starts_while_redis_is_down_and_counts_once_it_is_up() {
     }
     assert_eq!(stored(&redis, client, 0).map(|v| v.1), Some(1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_reaches_a_tls_redis_whose_certificate_the_system_trusts_and_no_other() {
+    let redis = RedisServer::start_tls();
+    let (dir, database) = seeded_database();
+    let ca = redis.tls().unwrap().ca.display().to_string();
+    // SSL_CERT_FILE replaces the system's roots with the test CA.
+    let trusting = [
+        ("AGENT_PAGES_REDIS_TIMEOUT_MS", "5000"),
+        ("SSL_CERT_FILE", ca.as_str()),
+    ];
+    let app = Replica::start("trusting", dir.path(), &database, &redis, &trusting);
+    let http = http();
+    let search = |base: &str| {
+        http.get(format!("{base}/search?q=golang"))
+            .header("X-Forwarded-For", "198.51.100.44")
+            .send()
+    };
+    for remaining in [19, 18] {
+        let r = search(&app.url).await.unwrap();
+        assert_eq!(r.status(), 200);
+        let state = r.headers()["ratelimit"].to_str().unwrap().to_owned();
+        assert!(
+            state.starts_with(&format!("\"minute\";r={remaining};")),
+            "{state}"
+        );
+    }
+
+    // Without the CA the certificate is not trusted: no budget, so no search.
+    let doubting = [("AGENT_PAGES_REDIS_TIMEOUT_MS", "5000")];
+    let other = Replica::start("doubting", dir.path(), &database, &redis, &doubting);
+    let r = search(&other.url).await.unwrap();
+    assert_eq!(r.status(), 503);
+}

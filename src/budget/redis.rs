@@ -88,8 +88,9 @@ return out
 /// Where and how to reach the shared store.
 #[derive(Clone)]
 pub struct RedisSettings {
-    /// `redis://[user:password@]host[:port][/db]` (Valkey accepts the same). Holds
-    /// the password, so it is never logged.
+    /// `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS
+    /// (verified against the system's root certificates; `SSL_CERT_FILE` names
+    /// others). Valkey accepts the same. Holds the password, so it is never logged.
     pub url: String,
     /// The deadline of one call (connection included); past it the caller gets
     /// [`StoreError::Unavailable`].
@@ -123,15 +124,10 @@ impl RedisSettings {
     /// reason, without the URL (it may hold a password).
     pub fn check_url(url: &str) -> Result<(), String> {
         let scheme = url.split("://").next().unwrap_or("");
-        if scheme == "rediss" || scheme == "valkeys" {
+        if !matches!(scheme, "redis" | "rediss" | "valkey" | "valkeys") {
             return Err(
-                "TLS (rediss://) is not built into this binary: use redis:// on a \
-                 private network, or a local TLS tunnel (stunnel, a sidecar) to a TLS server"
-                    .into(),
+                "must start with redis:// or rediss:// (TLS), e.g. redis://host:6379/0".into(),
             );
-        }
-        if !matches!(scheme, "redis" | "valkey") || url.starts_with("redis+unix") {
-            return Err("must start with redis:// (redis://host:port/db)".into());
         }
         ::redis::Client::open(url)
             .map(drop)
@@ -310,13 +306,14 @@ mod tests {
     }
 
     #[test]
-    fn only_plain_redis_urls_are_accepted_and_the_reason_never_repeats_the_url() {
+    fn only_redis_urls_are_accepted_and_the_reason_never_repeats_the_url() {
         assert!(RedisSettings::check_url("redis://127.0.0.1:6379/0").is_ok());
         assert!(RedisSettings::check_url("redis://:s3cret@cache:6379").is_ok());
         assert!(RedisSettings::check_url("valkey://cache").is_ok());
+        assert!(RedisSettings::check_url("rediss://:s3cret@cache:6380/0").is_ok());
         for bad in [
-            "rediss://:s3cret@cache:6380",
             "http://:s3cret@cache",
+            "redis+unix:///run/redis.sock",
             "s3cret",
             "redis://:s3cret@cache:6379/notanumber",
         ] {

@@ -189,6 +189,93 @@ pub struct RedisServer {
     process: Option<ChildGuard>,
     dir: tempfile::TempDir,
     starts: usize,
+    tls: Option<TlsFiles>,
+}
+
+/// PEM files of a test certificate authority and a server certificate it signed for
+/// 127.0.0.1 (made with the `openssl` command line tool).
+pub struct TlsFiles {
+    /// The CA certificate: what a client must trust.
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl TlsFiles {
+    /// Makes a CA and a server certificate for `127.0.0.1` in `dir`, valid a day.
+    pub fn make(dir: &Path) -> Self {
+        let openssl = require_program("openssl", "OPENSSL", "openssl");
+        let run = |args: &[&str]| {
+            let output = Command::new(&openssl)
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .expect("running openssl");
+            assert!(
+                output.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        };
+        std::fs::write(
+            dir.join("server.ext"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=agent-pages test CA",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+        ]);
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ]);
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
+        ]);
+        TlsFiles {
+            ca: dir.join("ca.pem"),
+            cert: dir.join("server.pem"),
+            key: dir.join("server.key"),
+        }
+    }
 }
 
 impl RedisServer {
@@ -199,9 +286,31 @@ impl RedisServer {
             process: None,
             dir: tempfile::tempdir().unwrap(),
             starts: 0,
+            tls: None,
         };
         server.start_again();
         server
+    }
+
+    /// Starts one that speaks only TLS, with a certificate for 127.0.0.1 signed by a
+    /// CA of its own ([`RedisServer::tls`]); clients need no certificate.
+    pub fn start_tls() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let tls = TlsFiles::make(dir.path());
+        let mut server = RedisServer {
+            port: free_port(),
+            process: None,
+            dir,
+            starts: 0,
+            tls: Some(tls),
+        };
+        server.start_again();
+        server
+    }
+
+    /// The certificate files of a [`RedisServer::start_tls`] server.
+    pub fn tls(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref()
     }
 
     /// The port it listens on (the same after a restart).
@@ -209,9 +318,14 @@ impl RedisServer {
         self.port
     }
 
-    /// `redis://127.0.0.1:PORT/0`.
+    /// `redis://127.0.0.1:PORT/0` (`rediss://` for a TLS server).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        format!("{scheme}://127.0.0.1:{}/0", self.port)
     }
 
     /// Kills it (SIGKILL: no goodbye to its clients, as in a crash).
@@ -227,8 +341,23 @@ impl RedisServer {
         assert!(self.process.is_none(), "redis-server is already running");
         let binary = require_program("redis-server", "REDIS_SERVER", "redis-server");
         let mut command = Command::new(binary);
+        match &self.tls {
+            None => {
+                command.args(["--port", &self.port.to_string()]);
+            }
+            Some(tls) => {
+                command
+                    .args(["--port", "0", "--tls-port", &self.port.to_string()])
+                    .arg("--tls-cert-file")
+                    .arg(&tls.cert)
+                    .arg("--tls-key-file")
+                    .arg(&tls.key)
+                    .arg("--tls-ca-cert-file")
+                    .arg(&tls.ca)
+                    .args(["--tls-auth-clients", "no"]);
+            }
+        }
         command
-            .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1"])
             .args(["--save", ""])
             .args(["--appendonly", "no"])
@@ -242,7 +371,8 @@ impl RedisServer {
         self.process = Some(process);
     }
 
-    /// A plain connection, for reading what the service stored.
+    /// A plain connection, for reading what the service stored (not for a TLS
+    /// server).
     pub fn connection(&self) -> redis::Connection {
         redis::Client::open(self.url())
             .and_then(|c| c.get_connection())
