@@ -15,10 +15,14 @@
 //! an untouched key expires at its window's end, so nothing needs sweeping.
 //!
 //! A call never waits long: the client retries a connection once after 5–10 ms,
-//! with 2 × the call deadline as its own connect and response timeouts, and every call is cut off at
-//! the call deadline ([`DEFAULT_CALL_TIMEOUT`]) with [`StoreError::Unavailable`]. The
-//! connection is made lazily on the first call and remade by the client after a
-//! failure, so the service starts while Redis is down and recovers by itself.
+//! with 2 × the call deadline as its own connect and response timeouts, and every
+//! call is cut off at the call deadline ([`DEFAULT_CALL_TIMEOUT`], or
+//! `AGENT_PAGES_REDIS_TIMEOUT_MS`) with [`StoreError::Unavailable`]. The connection
+//! is made lazily on the first call and remade by the client after a failure, so
+//! the service starts while Redis is down and recovers by itself.
+//!
+//! `rediss://` connects over TLS (rustls with ring), verifying the server against
+//! the system's root certificates, or those in `SSL_CERT_FILE` / `SSL_CERT_DIR`.
 
 use std::time::Duration;
 
