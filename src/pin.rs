@@ -15,7 +15,16 @@ pub const PIN_MAX: usize = 64;
 /// of milliseconds, so a burst of PIN checks must queue rather than exhaust memory.
 pub const CONCURRENT_HASHES: usize = 4;
 
-static HASH_SLOTS: Semaphore = Semaphore::const_new(CONCURRENT_HASHES);
+/// The process's argon2 slots: [`CONCURRENT_HASHES`] permits, held in the app
+/// state (one per process, never a global shared by every test in a binary).
+#[derive(Debug, Clone)]
+pub struct HashSlots(std::sync::Arc<Semaphore>);
+
+impl Default for HashSlots {
+    fn default() -> Self {
+        Self(std::sync::Arc::new(Semaphore::new(CONCURRENT_HASHES)))
+    }
+}
 
 /// Why a PIN was refused, or could not be hashed.
 #[derive(Debug, thiserror::Error)]
@@ -71,9 +80,10 @@ pub fn verify(pin: &str, phc: &str) -> bool {
 
 /// [`hash`] on a blocking thread, for async callers: argon2 must never run on the
 /// executor. Waits for one of [`CONCURRENT_HASHES`] slots first.
-pub async fn hash_off_thread(pin: String) -> Result<String, PinError> {
+pub async fn hash_off_thread(slots: &HashSlots, pin: String) -> Result<String, PinError> {
     check(&pin)?;
-    let _slot = HASH_SLOTS
+    let _slot = slots
+        .0
         .acquire()
         .await
         .expect("the semaphore is never closed");
@@ -84,8 +94,13 @@ pub async fn hash_off_thread(pin: String) -> Result<String, PinError> {
 
 /// [`verify`] on a blocking thread, for async callers; waits for a slot as
 /// [`hash_off_thread`] does. Errors only when the worker thread failed.
-pub async fn verify_off_thread(pin: String, phc: String) -> Result<bool, PinError> {
-    let _slot = HASH_SLOTS
+pub async fn verify_off_thread(
+    slots: &HashSlots,
+    pin: String,
+    phc: String,
+) -> Result<bool, PinError> {
+    let _slot = slots
+        .0
         .acquire()
         .await
         .expect("the semaphore is never closed");

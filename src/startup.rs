@@ -24,7 +24,12 @@ use crate::state::{AppState, Budgets};
 use crate::telemetry::PathOnlyRootSpan;
 use crate::{db, import, routes, templates};
 
-/// How often ended budget windows are swept from `rate_limit_counters`.
+/// Corpus generations whose changed page stays in the change log: a process whose
+/// snapshot fell further behind reloads every candidate instead.
+pub const CHANGES_KEPT: i64 = 10_000;
+
+/// How often ended budget windows are swept from `rate_limit_counters` (and the
+/// corpus change log compacted).
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(300);
 
 /// How long a new connection may take to send its first request's headers
@@ -41,6 +46,19 @@ pub const LINGER: Duration = Duration::from_secs(1);
 /// On SIGTERM/SIGINT, how long requests in flight may take to finish before their
 /// connections are dropped.
 pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(30);
+
+/// Every read from the network has a deadline: the first headers, idle keep-alive,
+/// the linger after a refusal, the drain at shutdown (bodies: `routes::api::body`).
+/// A macro because `HttpServer`'s type parameters make a function of it unwieldy.
+macro_rules! with_deadlines {
+    ($server:expr) => {
+        $server
+            .client_request_timeout(HEADER_TIMEOUT)
+            .keep_alive(KEEP_ALIVE)
+            .client_disconnect_timeout(LINGER)
+            .shutdown_timeout(SHUTDOWN_DRAIN.as_secs())
+    };
+}
 
 /// A built, bound, not yet running server (and its metrics listener, if any).
 pub struct Application {
@@ -144,6 +162,8 @@ impl Application {
             admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
             metrics,
             bodies: routes::api::body::BodyGate::new(settings.requests),
+            hash_slots: Default::default(),
+            pin_turns: Default::default(),
             storage,
             markdown: crate::markdown::MarkdownCache::default(),
         });
@@ -171,16 +191,8 @@ impl Application {
                 .wrap(TracingLogger::<PathOnlyRootSpan>::new())
                 .app_data(server_state.clone())
                 .configure(routes_config)
-        })
-        // Every read from the network has a deadline: the first headers here, idle
-        // keep-alive, the linger after a refusal, the drain at shutdown; bodies in
-        // `routes::api::body`.
-        .client_request_timeout(HEADER_TIMEOUT)
-        .keep_alive(KEEP_ALIVE)
-        .client_disconnect_timeout(LINGER)
-        .shutdown_timeout(SHUTDOWN_DRAIN.as_secs())
-        .listen(listener)?
-        .run();
+        });
+        let server = with_deadlines!(server).listen(listener)?.run();
         let mut servers = vec![server];
 
         let metrics_address = match settings.metrics_bind {
@@ -196,19 +208,19 @@ impl Application {
                         .app_data(metrics_state.clone())
                         .route("/metrics", web::get().to(routes::metrics::metrics))
                 })
-                .workers(1)
-                .client_request_timeout(HEADER_TIMEOUT)
-                .keep_alive(KEEP_ALIVE)
-                .client_disconnect_timeout(LINGER)
-                .shutdown_timeout(SHUTDOWN_DRAIN.as_secs())
-                .listen(listener)?
-                .run();
+                .workers(1);
+                let server = with_deadlines!(server).listen(listener)?.run();
                 servers.push(server);
                 Some(address)
             }
         };
 
-        spawn_background(budget_store, horizon, settings.clock.clone());
+        spawn_background(
+            budget_store,
+            horizon,
+            settings.clock.clone(),
+            state.pool.clone(),
+        );
         Ok(Self {
             address,
             metrics_address,
@@ -269,11 +281,23 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
 
 /// Sweeps ended budget windows periodically. (The candidate snapshot is warmed in
 /// [`Application::build`], before the server is ready.)
-fn spawn_background(budget_store: BudgetStore, horizon: i64, clock: Arc<dyn Clock>) {
+fn spawn_background(
+    budget_store: BudgetStore,
+    horizon: i64,
+    clock: Arc<dyn Clock>,
+    pool: deadpool_sqlite::Pool,
+) {
     actix_web::rt::spawn(async move {
         let mut tick = tokio::time::interval(SWEEP_INTERVAL);
         loop {
             tick.tick().await;
+            match db::with_conn(&pool, |c| db::pages::compact_changes(c, CHANGES_KEPT)).await {
+                Ok(deleted) if deleted > 0 => {
+                    tracing::debug!(deleted, "compacted the corpus change log")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "compacting the corpus change log failed"),
+            }
             match budget_store.sweep(clock.now(), horizon).await {
                 Ok(deleted) if deleted > 0 => {
                     tracing::debug!(deleted, "swept ended budget windows")

@@ -48,6 +48,10 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The deadline and the cap on open bodies of API request bodies.
     pub bodies: crate::routes::api::body::BodyGate,
+    /// The argon2 slots of this process (`pin::CONCURRENT_HASHES`).
+    pub hash_slots: crate::pin::HashSlots,
+    /// One PIN check at a time per client (striped), so the failure limit holds.
+    pub pin_turns: crate::routes::api::pin_check::PinTurns,
     /// The database file as opened at start, to tell when it is gone or replaced.
     pub storage: crate::db::storage::Storage,
     /// Rendered Markdown of recently shown page versions.

@@ -78,10 +78,13 @@ fn a_bad_setting_stops_start_up_with_one_line_naming_the_variable() {
             .env(var, value)
             .output()
             .unwrap();
-        assert!(!out.status.success(), "{var}={value}");
         let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{var}={value}: {stderr}");
         assert_eq!(stderr.trim().lines().count(), 1, "{var}: {stderr}");
-        assert!(stderr.contains(var), "{var}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("agent-pages: invalid configuration: {var}: ")),
+            "{var}: {stderr}"
+        );
     }
 }
 

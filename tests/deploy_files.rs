@@ -476,6 +476,7 @@ fn every_file_the_dockerfile_copies_exists_and_is_in_the_build_context() {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(str::to_owned)
         .collect();
+    let mut checked: Vec<String> = Vec::new();
     for stage in dockerfile().stages {
         for copy in stage.all("COPY") {
             if copy.starts_with("--from=") {
@@ -483,6 +484,7 @@ fn every_file_the_dockerfile_copies_exists_and_is_in_the_build_context() {
             }
             let parts: Vec<&str> = copy.split(' ').collect();
             for source in &parts[..parts.len() - 1] {
+                checked.push(source.to_string());
                 let path = repo().join(source);
                 assert!(path.exists(), "COPY {source}: no such file");
                 let top = source.split('/').next().unwrap();
@@ -492,6 +494,13 @@ fn every_file_the_dockerfile_copies_exists_and_is_in_the_build_context() {
                 );
             }
         }
+    }
+    // The loop above saw the build's sources, so it checked something.
+    for needed in ["Cargo.toml", "Cargo.lock", "src", "deploy/healthcheck.sh"] {
+        assert!(
+            checked.iter().any(|c| c.trim_end_matches('/') == needed),
+            "no COPY of {needed} was checked: {checked:?}"
+        );
     }
     // The image runs them directly, with the mode they have in the repo.
     for script in ["deploy/healthcheck.sh", "scripts/loadtest.sh"] {
@@ -538,6 +547,7 @@ fn the_builder_stage_copies_every_target_cargo_must_find() {
     // folder is fine; declaring one with [[test]] would change that.
     let manifest = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
     let tests_declared = manifest.contains("[[test]]");
+    let mut checked_kinds: Vec<String> = Vec::new();
     for target in metadata["packages"][0]["targets"].as_array().unwrap() {
         let kinds: Vec<&str> = target["kind"]
             .as_array()
@@ -556,6 +566,14 @@ fn the_builder_stage_copies_every_target_cargo_must_find() {
             "the builder stage does not copy {} ({kinds:?} target {})",
             top.to_string_lossy(),
             target["name"]
+        );
+        checked_kinds.extend(kinds.iter().map(|k| k.to_string()));
+    }
+    // The loop above saw the manifest's targets, so it checked something.
+    for kind in ["lib", "bin", "bench", "example"] {
+        assert!(
+            checked_kinds.iter().any(|k| k == kind),
+            "no {kind} target was checked: {checked_kinds:?}"
         );
     }
 }
@@ -652,5 +670,50 @@ fn the_container_health_check_fails_on_a_non_200_answer() {
     assert!(
         String::from_utf8_lossy(&output.stderr).contains("503 Service Unavailable"),
         "{output:?}"
+    );
+}
+
+#[test]
+fn every_document_the_deployment_files_cite_exists() {
+    let mut files = vec![repo().join("Dockerfile"), repo().join("docker-compose.yml")];
+    for dir in ["deploy", "scripts"] {
+        for entry in std::fs::read_dir(repo().join(dir)).unwrap() {
+            files.push(entry.unwrap().path());
+        }
+    }
+    let mut cited = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (i, piece) in text.split("docs/").enumerate().skip(1) {
+            let name: String = piece
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c))
+                .collect();
+            let name = name.trim_end_matches('.');
+            let doc = repo().join("docs").join(name);
+            assert!(
+                doc.is_file(),
+                "{} cites docs/{name}, which does not exist",
+                file.display()
+            );
+            // A quoted section right after the name (`docs/deploy.md "Load test"`)
+            // is a heading of that document.
+            let rest = &piece[name.len()..];
+            if let Some(section) = rest.strip_prefix(" \"").and_then(|r| r.split('"').next()) {
+                let doc_text = std::fs::read_to_string(&doc).unwrap();
+                assert!(
+                    doc_text
+                        .lines()
+                        .any(|l| l.starts_with('#') && l.trim_start_matches('#').trim() == section),
+                    "{} cites section {section:?} of docs/{name} (citation {i}), which has no such heading",
+                    file.display()
+                );
+            }
+            cited.push(name.to_owned());
+        }
+    }
+    assert!(
+        cited.iter().any(|c| c == "deploy.md"),
+        "the deployment files cite docs/deploy.md: {cited:?}"
     );
 }

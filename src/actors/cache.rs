@@ -56,7 +56,13 @@ pub struct CachedResult {
     pub result: Arc<SearchResult>,
     html_rows: OnceLock<String>,
     json_rows: OnceLock<String>,
+    /// Whole answers already rendered from this entry, by what else they depend on
+    /// (query as typed, theme, cache status…); the few most recent.
+    pages: std::sync::Mutex<Vec<(String, actix_web::web::Bytes)>>,
 }
+
+/// Whole pages kept per entry.
+const PAGES_PER_ENTRY: usize = 8;
 
 impl CachedResult {
     /// An entry for `result` with nothing rendered yet.
@@ -65,7 +71,30 @@ impl CachedResult {
             result,
             html_rows: OnceLock::new(),
             json_rows: OnceLock::new(),
+            pages: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// The answer body rendered for `variant`, rendered by `render` (and kept) on
+    /// first use; an `Err` of `render` is returned as is and nothing is kept.
+    pub fn page<E>(
+        &self,
+        variant: String,
+        render: impl FnOnce() -> Result<String, E>,
+    ) -> Result<actix_web::web::Bytes, E> {
+        if let Ok(pages) = self.pages.lock() {
+            if let Some((_, body)) = pages.iter().find(|(v, _)| *v == variant) {
+                return Ok(body.clone());
+            }
+        }
+        let body = actix_web::web::Bytes::from(render()?);
+        if let Ok(mut pages) = self.pages.lock() {
+            if pages.len() >= PAGES_PER_ENTRY {
+                pages.remove(0);
+            }
+            pages.push((variant, body.clone()));
+        }
+        Ok(body)
     }
 
     /// The HTML rows, rendered by `render` on first use.

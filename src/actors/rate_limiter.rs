@@ -62,27 +62,26 @@ pub struct SpendFailed {
     pub cause: String,
 }
 
-/// Read the counts of `keys` at `now` without changing them.
+/// What [`Counts`] does with the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountMode {
+    /// Read them, changing nothing.
+    Peek,
+    /// Count one event in every window, whatever the limits.
+    Record,
+}
+
+/// Read (or record one event in) the counters of `keys` at `now`; answers the
+/// counts after.
 #[derive(Debug)]
-pub struct Peek {
+pub struct Counts {
     pub budget: Arc<Budget>,
     pub keys: BucketKeys,
     pub now: i64,
+    pub mode: CountMode,
 }
 
-impl Message for Peek {
-    type Result = Result<Vec<i64>, DbError>;
-}
-
-/// Count one event in every window of `keys` at `now`, whatever the limits.
-#[derive(Debug)]
-pub struct Record {
-    pub budget: Arc<Budget>,
-    pub keys: BucketKeys,
-    pub now: i64,
-}
-
-impl Message for Record {
+impl Message for Counts {
     type Result = Result<Vec<i64>, DbError>;
 }
 
@@ -202,24 +201,21 @@ impl Handler<Flush> for RateLimiter {
     }
 }
 
-impl Handler<Peek> for RateLimiter {
+impl Handler<Counts> for RateLimiter {
     type Result = Result<Vec<i64>, DbError>;
 
-    fn handle(&mut self, msg: Peek, _: &mut Self::Context) -> Self::Result {
-        Ok(sqlite::peek(&self.conn, &msg.budget, &msg.keys, msg.now)?)
-    }
-}
-
-impl Handler<Record> for RateLimiter {
-    type Result = Result<Vec<i64>, DbError>;
-
-    fn handle(&mut self, msg: Record, _: &mut Self::Context) -> Self::Result {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let counts = sqlite::record(&tx, &msg.budget, &msg.keys, msg.now)?;
-        tx.commit()?;
-        Ok(counts)
+    fn handle(&mut self, msg: Counts, _: &mut Self::Context) -> Self::Result {
+        match msg.mode {
+            CountMode::Peek => Ok(sqlite::peek(&self.conn, &msg.budget, &msg.keys, msg.now)?),
+            CountMode::Record => {
+                let tx = self
+                    .conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let counts = sqlite::record(&tx, &msg.budget, &msg.keys, msg.now)?;
+                tx.commit()?;
+                Ok(counts)
+            }
+        }
     }
 }
 

@@ -38,19 +38,14 @@ pub fn peek(
     keys: &BucketKeys,
     now: i64,
 ) -> rusqlite::Result<Vec<i64>> {
-    budget
-        .windows
-        .iter()
-        .zip(&keys.0)
-        .map(|(window, key)| {
-            conn.prepare_cached(
-                "SELECT count FROM rate_limit_counters WHERE bucket = ?1 AND window_start = ?2",
-            )?
-            .query_row(params![key, window.start(now)], |r| r.get(0))
-            .optional()
-            .map(|c| c.unwrap_or(0))
-        })
-        .collect()
+    per_window(budget, keys, |window, key| {
+        conn.prepare_cached(
+            "SELECT count FROM rate_limit_counters WHERE bucket = ?1 AND window_start = ?2",
+        )?
+        .query_row(params![key, window.start(now)], |r| r.get(0))
+        .optional()
+        .map(|c| c.unwrap_or(0))
+    })
 }
 
 /// Counts one event in every window of `keys` at `now` whatever the limits (failed
@@ -61,20 +56,30 @@ pub fn record(
     keys: &BucketKeys,
     now: i64,
 ) -> rusqlite::Result<Vec<i64>> {
+    per_window(budget, keys, |window, key| {
+        tx.prepare_cached(
+            "INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES (?1, ?2, 1)
+             ON CONFLICT (bucket) DO UPDATE SET
+                 count = CASE WHEN window_start = excluded.window_start THEN count + 1 ELSE 1 END,
+                 window_start = excluded.window_start
+             RETURNING count",
+        )?
+        .query_row(params![key, window.start(now)], |r| r.get(0))
+    })
+}
+
+/// `f` on each window of `budget` with its key in `keys`, in order.
+fn per_window<T>(
+    budget: &Budget,
+    keys: &BucketKeys,
+    f: impl FnMut(&FixedWindow, &str) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    let mut f = f;
     budget
         .windows
         .iter()
         .zip(&keys.0)
-        .map(|(window, key)| {
-            tx.prepare_cached(
-                "INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES (?1, ?2, 1)
-                 ON CONFLICT (bucket) DO UPDATE SET
-                     count = CASE WHEN window_start = excluded.window_start THEN count + 1 ELSE 1 END,
-                     window_start = excluded.window_start
-                 RETURNING count",
-            )?
-            .query_row(params![key, window.start(now)], |r| r.get(0))
-        })
+        .map(|(window, key)| f(window, key))
         .collect()
 }
 

@@ -27,6 +27,7 @@ use hashlink::LruCache;
 
 use super::redis::RedisCounters;
 use super::{BucketKeys, Budget, Decision};
+pub use crate::actors::rate_limiter::CountMode;
 use crate::actors::rate_limiter::{self, RateLimiter};
 use crate::db::DbError;
 
@@ -220,47 +221,31 @@ impl BudgetStore {
         self.observe(result)
     }
 
-    /// The counts of `keys` in the windows containing `now`, unchanged.
-    pub async fn peek(
+    /// Reads the counts of `keys` in the windows containing `now` ([`CountMode::Peek`]),
+    /// or first counts one event in each whatever the limits ([`CountMode::Record`],
+    /// for failures counted after they happened); returns the counts.
+    pub async fn counts(
         &self,
         budget: &Arc<Budget>,
         keys: BucketKeys,
         now: i64,
+        mode: CountMode,
     ) -> Result<Vec<i64>, StoreError> {
         let result = match &self.backend {
             Backend::Sqlite(addr) => addr
-                .send(rate_limiter::Peek {
+                .send(rate_limiter::Counts {
                     budget: budget.clone(),
                     keys,
                     now,
+                    mode,
                 })
                 .await
                 .map_err(StoreError::from)
                 .and_then(|r| r.map_err(StoreError::from)),
-            Backend::Redis(redis) => redis.peek(budget, &keys, now).await,
-        };
-        self.observe(result)
-    }
-
-    /// Counts one event in every window of `keys` at `now` whatever the limits;
-    /// returns the new counts.
-    pub async fn record(
-        &self,
-        budget: &Arc<Budget>,
-        keys: BucketKeys,
-        now: i64,
-    ) -> Result<Vec<i64>, StoreError> {
-        let result = match &self.backend {
-            Backend::Sqlite(addr) => addr
-                .send(rate_limiter::Record {
-                    budget: budget.clone(),
-                    keys,
-                    now,
-                })
-                .await
-                .map_err(StoreError::from)
-                .and_then(|r| r.map_err(StoreError::from)),
-            Backend::Redis(redis) => redis.record(budget, &keys, now).await,
+            Backend::Redis(redis) => match mode {
+                CountMode::Peek => redis.peek(budget, &keys, now).await,
+                CountMode::Record => redis.record(budget, &keys, now).await,
+            },
         };
         self.observe(result)
     }
@@ -268,7 +253,7 @@ impl BudgetStore {
     /// Does the store answer now? A read that changes nothing (for `/readyz`).
     pub async fn ping(&self) -> Result<(), StoreError> {
         let probe = Arc::new(Budget::pin_failures(1));
-        self.peek(&probe, BucketKeys(vec!["0".repeat(64)]), 0)
+        self.counts(&probe, BucketKeys(vec!["0".repeat(64)]), 0, CountMode::Peek)
             .await
             .map(drop)
     }

@@ -360,6 +360,17 @@ pub fn generation(conn: &Connection) -> rusqlite::Result<i64> {
         .query_row([], |r| r.get(0))
 }
 
+/// A candidate from a row of `id, current_version, slug, title, updated_at`.
+fn candidate_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
+    Ok(Candidate {
+        id: r.get(0)?,
+        version: r.get(1)?,
+        slug: r.get(2)?,
+        title: r.get(3)?,
+        updated_at: r.get(4)?,
+    })
+}
+
 /// All candidates ordered by id, with the generation they were read at, in one read
 /// transaction so the two agree.
 pub fn candidates(conn: &mut Connection) -> rusqlite::Result<(i64, Vec<Candidate>)> {
@@ -370,15 +381,7 @@ pub fn candidates(conn: &mut Connection) -> rusqlite::Result<(i64, Vec<Candidate
             "SELECT id, current_version, slug, title, updated_at FROM pages
              WHERE {CANDIDATE} ORDER BY id"
         ))?;
-        let rows = stmt.query_map([], |r| {
-            Ok(Candidate {
-                id: r.get(0)?,
-                version: r.get(1)?,
-                slug: r.get(2)?,
-                title: r.get(3)?,
-                updated_at: r.get(4)?,
-            })
-        })?;
+        let rows = stmt.query_map([], candidate_row)?;
         rows.collect::<rusqlite::Result<Vec<_>>>()?
     };
     tx.commit()?;
@@ -418,17 +421,7 @@ pub fn changes_since(
              WHERE id = ?1 AND {CANDIDATE}"
         ))?;
         for id in ids {
-            let row = stmt
-                .query_row([id], |r| {
-                    Ok(Candidate {
-                        id: r.get(0)?,
-                        version: r.get(1)?,
-                        slug: r.get(2)?,
-                        title: r.get(3)?,
-                        updated_at: r.get(4)?,
-                    })
-                })
-                .optional()?;
+            let row = stmt.query_row([id], candidate_row).optional()?;
             changes.push((id, row));
         }
     }

@@ -107,10 +107,23 @@ pub fn render(
     template: &str,
     context: impl Serialize,
 ) -> HttpResponse {
-    let mut ctx = match tera::Context::from_serialize(context) {
-        Ok(ctx) => ctx,
-        Err(e) => return template_failure(template, e),
-    };
+    match render_html(state, req, template, context) {
+        Ok(html) => HttpResponse::build(status)
+            .content_type("text/html; charset=utf-8")
+            .body(html),
+        Err(failed) => failed,
+    }
+}
+
+/// What [`render`] renders, as text; `Err` is the plain 500 answer (logged).
+pub fn render_html(
+    state: &AppState,
+    req: &HttpRequest,
+    template: &str,
+    context: impl Serialize,
+) -> Result<String, HttpResponse> {
+    let mut ctx =
+        tera::Context::from_serialize(context).map_err(|e| template_failure(template, e))?;
     ctx.insert("theme", theme(req));
     ctx.insert("back", &back_param(req));
     if !ctx.contains_key("q") {
@@ -122,12 +135,16 @@ pub fn render(
     if !ctx.contains_key("og_title") {
         ctx.insert("og_title", "agent-pages");
     }
-    match state.templates.render(template, &ctx) {
-        Ok(html) => HttpResponse::build(status)
-            .content_type("text/html; charset=utf-8")
-            .body(html),
-        Err(e) => template_failure(template, e),
-    }
+    state
+        .templates
+        .render(template, &ctx)
+        .map_err(|e| template_failure(template, e))
+}
+
+/// What a rendered page depends on besides its template context: the theme and
+/// the path to come back to. Keys a cache of whole pages.
+pub fn page_variant(req: &HttpRequest) -> String {
+    format!("{}\u{0}{}", theme(req), back_param(req))
 }
 
 fn template_failure(template: &str, e: tera::Error) -> HttpResponse {

@@ -15,19 +15,59 @@ use sha2::{Digest, Sha256};
 use crate::db::{self, pages, pages::Candidate, DbError};
 use crate::search::rank::RankIndex;
 
-/// SHA-256 over the ordered `(id, current_version)` list of the candidates.
+/// The corpus fingerprint: the sum, modulo 2²⁵⁶, of SHA-256(id ‖ version) over the
+/// candidates (each pair as two big-endian i64s).
+///
+/// A sum of per-page digests (an incremental multiset hash) rather than one SHA-256
+/// over the ordered list, so that a write updates it in time proportional to the
+/// pages it changed: subtract the old pair's digest, add the new one. It keeps the
+/// guarantee the cache relies on: ids are never reused and versions only grow, so a
+/// candidate set with any page added, removed or changed is a different set of
+/// pairs, and a different sum except for a SHA-256 coincidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fingerprint(pub [u8; 32]);
 
 impl Fingerprint {
-    /// Each pair is hashed as two big-endian i64s, in id order.
-    pub fn of(candidates: &[Candidate]) -> Self {
-        let mut hasher = Sha256::new();
+    /// The fingerprint of `candidates` (any order).
+    pub fn of<'a>(candidates: impl IntoIterator<Item = &'a Candidate>) -> Self {
+        let mut sum = Self([0; 32]);
         for c in candidates {
-            hasher.update(c.id.to_be_bytes());
-            hasher.update(c.version.to_be_bytes());
+            sum.add(c);
         }
-        Self(hasher.finalize().into())
+        sum
+    }
+
+    fn digest(c: &Candidate) -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        hasher.update(c.id.to_be_bytes());
+        hasher.update(c.version.to_be_bytes());
+        hasher.finalize().into()
+    }
+
+    /// Adds `c`'s pair.
+    pub fn add(&mut self, c: &Candidate) {
+        let d = Self::digest(c);
+        let mut carry = 0u16;
+        for i in (0..32).rev() {
+            let v = u16::from(self.0[i]) + u16::from(d[i]) + carry;
+            self.0[i] = v as u8;
+            carry = v >> 8;
+        }
+    }
+
+    /// Takes `c`'s pair away again.
+    pub fn remove(&mut self, c: &Candidate) {
+        let d = Self::digest(c);
+        let mut borrow = 0i16;
+        for i in (0..32).rev() {
+            let mut v = i16::from(self.0[i]) - i16::from(d[i]) - borrow;
+            borrow = 0;
+            if v < 0 {
+                v += 256;
+                borrow = 1;
+            }
+            self.0[i] = v as u8;
+        }
     }
 }
 
@@ -35,8 +75,8 @@ impl Fingerprint {
 pub struct Snapshot {
     pub generation: i64,
     pub fingerprint: Fingerprint,
-    /// Sorted by id.
-    pages: Vec<Candidate>,
+    /// Sorted by id; rows shared with the snapshots before and after this one.
+    pages: Vec<Arc<Candidate>>,
     pub index: RankIndex,
 }
 
@@ -44,7 +84,15 @@ impl Snapshot {
     /// Builds the fingerprint and index of `pages`, which must be sorted by id.
     pub fn build(generation: i64, pages: Vec<Candidate>) -> Self {
         debug_assert!(pages.windows(2).all(|w| w[0].id < w[1].id));
-        let fingerprint = Fingerprint::of(&pages);
+        let pages: Vec<Arc<Candidate>> = pages.into_iter().map(Arc::new).collect();
+        Self::assemble(
+            generation,
+            Fingerprint::of(pages.iter().map(|p| &**p)),
+            pages,
+        )
+    }
+
+    fn assemble(generation: i64, fingerprint: Fingerprint, pages: Vec<Arc<Candidate>>) -> Self {
         let index = RankIndex::build(pages.iter().map(|p| (p.id, p.title.as_str())));
         Self {
             generation,
@@ -54,12 +102,43 @@ impl Snapshot {
         }
     }
 
+    /// This snapshot with `changes` applied (each changed page's id and its
+    /// candidate row now, `None` when it is no longer one), at `generation`. The
+    /// candidate rows and the fingerprint cost the changed pages only.
+    pub fn apply(&self, generation: i64, changes: Vec<(i64, Option<Candidate>)>) -> Self {
+        let mut pages = self.pages.clone();
+        let mut fingerprint = self.fingerprint;
+        for (id, row) in changes {
+            match pages.binary_search_by_key(&id, |p| p.id) {
+                Ok(at) => {
+                    fingerprint.remove(&pages[at]);
+                    match row {
+                        Some(row) => {
+                            fingerprint.add(&row);
+                            pages[at] = Arc::new(row);
+                        }
+                        None => {
+                            pages.remove(at);
+                        }
+                    }
+                }
+                Err(at) => {
+                    if let Some(row) = row {
+                        fingerprint.add(&row);
+                        pages.insert(at, Arc::new(row));
+                    }
+                }
+            }
+        }
+        Self::assemble(generation, fingerprint, pages)
+    }
+
     /// The candidate with this id, if it is one at this generation.
     pub fn page(&self, id: i64) -> Option<&Candidate> {
         self.pages
             .binary_search_by_key(&id, |p| p.id)
             .ok()
-            .map(|i| &self.pages[i])
+            .map(|i| &*self.pages[i])
     }
 
     /// Number of candidates.
@@ -150,16 +229,44 @@ impl Corpus {
         if let Some(s) = self.at_least(generation) {
             return Ok(s);
         }
-        let snapshot = db::with_conn(&self.pool, |c| {
-            let (generation, list) = pages::candidates(c)?;
-            Ok(Arc::new(Snapshot::build(generation, list)))
-        })
-        .await?;
-        tracing::info!(
-            generation = snapshot.generation,
-            candidates = snapshot.len(),
-            "rebuilt the candidate snapshot"
-        );
+        let base = self.peek();
+        let since = base.generation;
+        let changed = if since >= 0 {
+            db::with_conn(&self.pool, move |c| pages::changes_since(c, since)).await?
+        } else {
+            None
+        };
+        let snapshot = match changed {
+            Some((generation, changes)) => {
+                let started = std::time::Instant::now();
+                let n = changes.len();
+                // CPU work: off the async worker, which serves other requests meanwhile.
+                let snapshot = tokio::task::spawn_blocking(move || base.apply(generation, changes))
+                    .await
+                    .map(Arc::new)
+                    .map_err(|e| DbError::Pool(format!("applying corpus changes: {e}")))?;
+                tracing::debug!(
+                    generation,
+                    changed = n,
+                    ms = started.elapsed().as_secs_f64() * 1000.0,
+                    "applied changes to the candidate snapshot"
+                );
+                snapshot
+            }
+            None => {
+                let snapshot = db::with_conn(&self.pool, |c| {
+                    let (generation, list) = pages::candidates(c)?;
+                    Ok(Arc::new(Snapshot::build(generation, list)))
+                })
+                .await?;
+                tracing::info!(
+                    generation = snapshot.generation,
+                    candidates = snapshot.len(),
+                    "built the candidate snapshot"
+                );
+                snapshot
+            }
+        };
         *self.current.write().expect("snapshot lock poisoned") = snapshot.clone();
         Ok(snapshot)
     }
@@ -172,5 +279,75 @@ impl Corpus {
     fn at_least(&self, generation: i64) -> Option<Arc<Snapshot>> {
         let s = self.current.read().expect("snapshot lock poisoned");
         (s.generation >= generation).then(|| s.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(id: i64, version: i64, title: &str) -> Candidate {
+        Candidate {
+            id,
+            version,
+            slug: format!("p{id}"),
+            title: title.to_owned(),
+            updated_at: 0,
+        }
+    }
+
+    #[test]
+    fn applying_changes_gives_the_snapshot_a_fresh_build_would_give() {
+        let before = Snapshot::build(
+            5,
+            vec![
+                page(1, 1, "Kubernetes container orchestration"),
+                page(2, 1, "Go programming language compiler"),
+                page(4, 3, "Vi IMproved"),
+            ],
+        );
+        let after = before.apply(
+            9,
+            vec![
+                (2, Some(page(2, 2, "Go compiler, renamed"))),
+                (3, Some(page(3, 1, "Persistent key-value database"))),
+                (4, None),
+                (7, None),
+            ],
+        );
+        let fresh = Snapshot::build(
+            9,
+            vec![
+                page(1, 1, "Kubernetes container orchestration"),
+                page(2, 2, "Go compiler, renamed"),
+                page(3, 1, "Persistent key-value database"),
+            ],
+        );
+        assert_eq!(after.fingerprint, fresh.fingerprint);
+        assert_eq!(after.generation, 9);
+        let ids = |s: &Snapshot| {
+            s.pages
+                .iter()
+                .map(|p| (p.id, p.version))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&after), ids(&fresh));
+        assert_eq!(after.page(2).unwrap().title, "Go compiler, renamed");
+        assert!(after.page(4).is_none());
+        assert_ne!(after.fingerprint, before.fingerprint);
+    }
+
+    #[test]
+    fn the_fingerprint_moves_with_any_version_and_returns_when_undone() {
+        let a = page(1, 1, "A");
+        let mut f = Fingerprint::of([&a]);
+        let start = f;
+        f.remove(&a);
+        f.add(&page(1, 2, "A"));
+        assert_ne!(f, start);
+        f.remove(&page(1, 2, "A"));
+        f.add(&a);
+        assert_eq!(f, start);
+        assert_eq!(Fingerprint::of([]), Fingerprint([0; 32]));
     }
 }

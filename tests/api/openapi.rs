@@ -45,6 +45,7 @@ async fn the_document_is_openapi_3_1_and_lists_every_route() {
         .collect();
     expected.sort();
     assert_eq!(documented, expected);
+    assert_eq!(documented.len(), 7, "the loop below checks every operation");
 
     // Every documented operation answers (not the API's "no route" 404).
     for (path, method) in &documented {
@@ -62,9 +63,17 @@ async fn the_document_is_openapi_3_1_and_lists_every_route() {
     // Every `$ref` resolves, and the PIN routes document their header and 429.
     let schemas = doc["components"]["schemas"].as_object().unwrap();
     let text = doc.to_string();
-    for piece in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
-        let name = piece.split('"').next().unwrap();
-        assert!(schemas.contains_key(name), "dangling $ref {name}");
+    let refs: Vec<&str> = text
+        .split("\"$ref\":\"#/components/schemas/")
+        .skip(1)
+        .map(|piece| piece.split('"').next().unwrap())
+        .collect();
+    // The split matched the serialization: the bodies and the problem are referenced.
+    for name in ["CreatePage", "UpdatePage", "Created", "PageList", "Problem"] {
+        assert!(refs.contains(&name), "no $ref to {name} found in {refs:?}");
+    }
+    for name in &refs {
+        assert!(schemas.contains_key(*name), "dangling $ref {name}");
     }
     for (path, method) in [
         ("/api/pages/{slug}", "put"),
@@ -83,4 +92,63 @@ async fn the_document_is_openapi_3_1_and_lists_every_route() {
         schemas["CreatePage"]["required"],
         serde_json::json!(["title"])
     );
+}
+
+#[actix_web::test]
+async fn the_documents_limits_are_the_ones_the_server_applies() {
+    let app = spawn_app().await;
+    let doc: Value = app.fetch("/api/openapi.json").await.json();
+
+    // `page` up to its documented maximum is accepted, one more is refused.
+    let params = doc["paths"]["/api/pages"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let page = params.iter().find(|p| p["name"] == "page").unwrap();
+    let max = page["schema"]["maximum"]
+        .as_i64()
+        .expect("an integer maximum");
+    assert_eq!(max, i64::MAX / 100);
+    let r = app
+        .fetch(&format!("/api/pages?page={max}&per_page=100"))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = app.fetch(&format!("/api/pages?page={}", max + 1)).await;
+    assert_eq!(r.status, 400, "{}", r.text);
+
+    // An update needs a title or a body that is not null: the document says so with
+    // an `anyOf` of the two, each required as a string.
+    let update = &doc["components"]["schemas"]["UpdatePage"];
+    let any_of = update["allOf"][1]["anyOf"].as_array().expect("anyOf");
+    let required: Vec<&Value> = any_of.iter().map(|s| &s["required"][0]).collect();
+    assert_eq!(required, ["title", "body"]);
+    for s in any_of {
+        let field = s["required"][0].as_str().unwrap();
+        assert_eq!(s["properties"][field]["type"], "string");
+    }
+
+    // The PIN rules reach the header: the PIN routes' X-Page-Pin has the body's
+    // pattern, and a published page links to them with the PIN it was sent with.
+    let pin_pattern = &doc["components"]["schemas"]["CreatePage"]["properties"]["pin"]["pattern"];
+    assert!(pin_pattern.is_string());
+    let links = &doc["paths"]["/api/pages"]["post"]["responses"]["201"]["links"];
+    for (link, path, method, operation) in [
+        ("Update", "/api/pages/{slug}", "put", "update"),
+        ("Archive", "/api/pages/{slug}/archive", "post", "archive"),
+        ("Claim", "/api/pages/{slug}/claim", "post", "claim"),
+    ] {
+        let header = doc["paths"][path][method]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "X-Page-Pin")
+            .unwrap();
+        assert_eq!(&header["schema"]["pattern"], pin_pattern, "{path}");
+        assert_eq!(doc["paths"][path][method]["operationId"], operation);
+        assert_eq!(links[link]["operationId"], operation, "{links}");
+        assert_eq!(
+            links[link]["parameters"]["header.X-Page-Pin"],
+            "$request.body#/pin"
+        );
+        assert_eq!(links[link]["parameters"]["slug"], "$response.body#/slug");
+    }
 }

@@ -138,6 +138,9 @@ pub struct TestApp {
     pub state: web::Data<AppState>,
     /// The app's redis-server, when its store is [`Store::Redis`].
     pub redis: Option<RedisServer>,
+    /// The connection holding SQLite's write lock while [`TestApp::block_budget_store`]
+    /// is in force.
+    locker: Option<Connection>,
     _dir: tempfile::TempDir,
 }
 
@@ -202,6 +205,7 @@ pub async fn spawn_app_on(store: Store, configure: impl FnOnce(&mut Settings)) -
         faults,
         state,
         redis,
+        locker: None,
         _dir: dir,
     }
 }
@@ -358,6 +362,32 @@ impl TestApp {
         }
     }
 
+    /// Makes the budget store stop answering, as in an outage: another connection
+    /// takes SQLite's write lock (held past the busy timeout), or the app's
+    /// redis-server is stopped. [`TestApp::unblock_budget_store`] ends it.
+    pub fn block_budget_store(&mut self) {
+        match &mut self.redis {
+            Some(redis) => redis.stop(),
+            None => {
+                let locker = self.conn();
+                locker.execute_batch("BEGIN IMMEDIATE").unwrap();
+                self.locker = Some(locker);
+            }
+        }
+    }
+
+    /// Ends [`TestApp::block_budget_store`]: the lock is released, or Redis is started
+    /// again on its port (empty: every window starts afresh).
+    pub fn unblock_budget_store(&mut self) {
+        match &mut self.redis {
+            Some(redis) => redis.start_again(),
+            None => {
+                let locker = self.locker.take().expect("the store was blocked");
+                locker.execute_batch("ROLLBACK").unwrap();
+            }
+        }
+    }
+
     /// A separate connection, as another process would have.
     pub fn conn(&self) -> Connection {
         agent_pages::db::open(&self.db_path).unwrap()
@@ -454,6 +484,94 @@ impl TestApp {
         }
         panic!("condition not reached in 30 s");
     }
+}
+
+impl TestApp {
+    /// Sends `GET /search?q={query}` (`query` already encoded) over a raw socket, so
+    /// the test can hang up, and returns the socket.
+    pub fn raw_search(&self, query: &str, client: &str) -> std::net::TcpStream {
+        raw_search_at(&self.address, query, client)
+    }
+
+    /// Proof that the server dropped the handlers whose clients hung up while waiting
+    /// on the running scoring of `query`, leaving `live` waiters on it: probe searches
+    /// join that scoring one at a time (each from a fresh client), and each join makes
+    /// the Cache actor forget waiters whose receiver is gone, i.e. whose handler was
+    /// dropped. Done when the waiters are exactly `live` plus the probes; the probes'
+    /// handles are returned (they answer when the scoring ends). Fails after 100.
+    pub async fn probe_until_hung_up_handlers_dropped(
+        &self,
+        query: &str,
+        live: usize,
+    ) -> Vec<actix_web::rt::task::JoinHandle<(u16, String, String)>> {
+        let max = self.state.search_settings.max_in_flight;
+        let mut probes = Vec::new();
+        for k in 1..=100 {
+            let held = max - self.state.admission.available_permits();
+            let client = format!("198.18.0.{k}");
+            probes.push(self.spawn_search_full(query, &client));
+            // The probe spent its budget (so it holds an admission permit) and gave the
+            // permit back (so the Cache actor has handled its join).
+            self.wait_until_async(|| async {
+                self.counters(&client) == (1, 1)
+                    && max - self.state.admission.available_permits() == held
+            })
+            .await;
+            if self.cache_stats().await.waiters == live + k {
+                return probes;
+            }
+        }
+        panic!(
+            "the hung-up handlers were never dropped: {:?}",
+            self.cache_stats().await
+        );
+    }
+
+    /// Waits until no search holds an admission permit (`agent_pages_search_in_flight`
+    /// back to 0) and no scorer slot is taken.
+    pub async fn wait_idle(&self) {
+        let max = self.state.search_settings.max_in_flight;
+        self.wait_until(|| {
+            self.state.admission.available_permits() == max && self.state.scorers.busy() == 0
+        })
+        .await;
+    }
+}
+
+/// [`TestApp::raw_search`] against `address` (`http://host:port`).
+pub fn raw_search_at(address: &str, query: &str, client: &str) -> std::net::TcpStream {
+    use std::io::Write;
+    let addr = address.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET /search?q={query} HTTP/1.1\r\nHost: {addr}\r\nX-Forwarded-For: {client}\r\n\r\n"
+    )
+    .unwrap();
+    stream
+}
+
+/// Closes `stream` with a reset (`SO_LINGER` 0: an RST, as a client that crashed
+/// sends). actix-web allows half-closed connections, so a plain close (FIN) lets the
+/// handler run to its end; a reset makes the server drop the handler at once.
+pub fn reset(stream: std::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a valid socket descriptor and a correctly sized `linger` value.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            std::ptr::addr_of!(linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "setsockopt SO_LINGER");
+    drop(stream);
 }
 
 impl Drop for TestApp {

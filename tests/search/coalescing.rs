@@ -2,53 +2,16 @@
 //! actor from its start to its end, so no caller that goes away (at any await point
 //! of its handler) can leave a key stuck in flight.
 
-use std::io::Write;
-use std::net::TcpStream;
-
-use crate::helpers::{spawn_app_with, TestApp};
+use crate::helpers::{raw_search_at, reset, spawn_app_with, TestApp};
 
 async fn one_slot() -> TestApp {
     spawn_app_with(|s| s.search.concurrency = 1).await
 }
 
-/// Sends a search and resets the connection at once (`SO_LINGER` 0, so the server
-/// sees an RST, as a client that crashed would send), dropping its handler wherever
+/// Sends a search and resets the connection at once, dropping its handler wherever
 /// it then is.
 fn search_and_reset(address: &str, query: &str, client: &str) {
-    use std::os::fd::AsRawFd;
-    let stream = raw_search_at(address, query, client);
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: a valid socket descriptor and a correctly sized `linger` value.
-    let rc = unsafe {
-        libc::setsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            std::ptr::addr_of!(linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(rc, 0, "setsockopt SO_LINGER");
-    drop(stream);
-}
-
-/// Sends a search over a raw socket (so the test can hang up) and returns the socket.
-fn raw_search(app: &TestApp, query: &str, client: &str) -> TcpStream {
-    raw_search_at(&app.address, query, client)
-}
-
-fn raw_search_at(address: &str, query: &str, client: &str) -> TcpStream {
-    let addr = address.trim_start_matches("http://");
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET /search?q={query} HTTP/1.1\r\nHost: {addr}\r\nX-Forwarded-For: {client}\r\n\r\n"
-    )
-    .unwrap();
-    stream
+    reset(raw_search_at(address, query, client));
 }
 
 #[actix_web::test]
@@ -136,18 +99,27 @@ async fn when_the_leader_panics_every_joiner_gets_500_and_the_next_search_starts
 #[actix_web::test]
 async fn when_the_leaders_client_hangs_up_the_scoring_goes_on_for_the_joiners() {
     let app = one_slot().await;
-    let leader = raw_search(&app, "block+leader+leaves", "198.51.100.1");
+    let leader = app.raw_search("block+leader+leaves", "198.51.100.1");
     app.faults.wait_blocked(1).await;
     let joiners: Vec<_> = (0..3)
         .map(|i| app.spawn_search_full("block leader leaves", &format!("198.51.100.{}", i + 2)))
         .collect();
     app.wait_waiters(4).await;
-    drop(leader);
+    reset(leader);
+    // The server dropped the leader's handler while its scoring was still blocked.
+    let probes = app
+        .probe_until_hung_up_handlers_dropped("block leader leaves", 3)
+        .await;
+    assert_eq!(app.cache_stats().await.flights, 1, "the scoring goes on");
     app.faults.open();
-    for h in joiners {
+    for h in joiners.into_iter().chain(probes) {
         let (status, cache, _) = h.await.unwrap();
         assert_eq!((status, cache.as_str()), (200, "join"));
     }
+    // The leader's permit came back when the scoring ended, and nobody answered the
+    // leader: its handler was gone.
+    app.wait_idle().await;
+    assert_eq!(app.outcome_count("miss").await, 0);
     let (_, cache, _) = app
         .spawn_search_full("block leader leaves", "198.51.100.8")
         .await
@@ -164,14 +136,27 @@ async fn a_joiner_that_hangs_up_affects_only_itself() {
     let app = one_slot().await;
     let leader = app.spawn_search_full("block joiner leaves", "198.51.100.1");
     app.faults.wait_blocked(1).await;
-    let joiner = raw_search(&app, "block+joiner+leaves", "198.51.100.2");
+    let joiner = app.raw_search("block+joiner+leaves", "198.51.100.2");
     app.wait_waiters(2).await;
-    drop(joiner);
+    reset(joiner);
+    // The server dropped the joiner's handler; the leader still waits.
+    let probes = app
+        .probe_until_hung_up_handlers_dropped("block joiner leaves", 1)
+        .await;
     app.faults.open();
     let (status, cache, _) = leader.await.unwrap();
     assert_eq!((status, cache.as_str()), (200, "miss"));
+    let n = probes.len() as u64;
+    for h in probes {
+        assert_eq!(h.await.unwrap().0, 200);
+    }
+    app.wait_idle().await;
     assert_eq!(app.cache_stats().await.flights, 0);
-    app.wait_slots_free().await;
+    assert_eq!(
+        app.outcome_count("join").await,
+        n,
+        "only the probes were answered as joins"
+    );
 }
 
 #[actix_web::test]

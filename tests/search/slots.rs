@@ -1,10 +1,7 @@
 //! The scorer pool's strict bound: never more than SEARCH_CONCURRENCY scorings, no
 //! queue, and no slot leaked by a client that goes away.
 
-use std::io::Write;
-use std::net::TcpStream;
-
-use crate::helpers::spawn_app_with;
+use crate::helpers::{reset, spawn_app_with};
 
 #[actix_web::test]
 async fn distinct_concurrent_misses_never_run_more_than_the_slots_and_never_queue() {
@@ -34,14 +31,24 @@ async fn distinct_concurrent_misses_never_run_more_than_the_slots_and_never_queu
 #[actix_web::test]
 async fn a_client_that_disconnects_mid_scoring_does_not_leak_its_slot() {
     let app = spawn_app_with(|s| s.search.concurrency = 1).await;
-    let addr = app.address.trim_start_matches("http://").to_owned();
-    let mut stream = TcpStream::connect(&addr).unwrap();
-    write!(stream, "GET /search?q=block+gone HTTP/1.1\r\nHost: {addr}\r\nX-Forwarded-For: 198.51.100.9\r\n\r\n").unwrap();
+    let stream = app.raw_search("block+gone", "198.51.100.9");
     app.faults.wait_blocked(1).await;
     assert_eq!(app.state.scorers.busy(), 1);
-    drop(stream);
+    reset(stream);
+    // The server dropped the handler while the scoring it started still held the slot.
+    let probes = app
+        .probe_until_hung_up_handlers_dropped("block gone", 0)
+        .await;
+    assert_eq!(app.state.scorers.busy(), 1);
     app.faults.open();
-    app.wait_slots_free().await;
+    for h in probes {
+        assert_eq!(h.await.unwrap().0, 200);
+    }
+    // The slot and the admission permit both came back, and the gone client was
+    // never answered.
+    app.wait_idle().await;
+    assert_eq!(app.outcome_count("miss").await, 0);
     let r = app.search("another query", "198.51.100.10").await;
     assert_eq!(r.status(), 200, "the only slot is free again");
+    assert_eq!(app.work().await.1, (2, 0), "the slot was taken again");
 }

@@ -126,7 +126,17 @@ fn path_slug(slug: &str) -> Result<PageSlug, ApiError> {
     request_body = CreatePage,
     responses(
         (status = 201, description = "Published", body = Created,
-            headers(("Location" = String, description = "/api/pages/{slug}"))),
+            headers(("Location" = String, description = "/api/pages/{slug}")),
+            links(
+                ("Read" = (operation_id = "get", parameters(("slug" = "$response.body#/slug")),
+                    description = "The page just published")),
+                ("Update" = (operation_id = "update", parameters(("slug" = "$response.body#/slug"), ("header.X-Page-Pin" = "$request.body#/pin")),
+                    description = "Change it with the PIN it was published with")),
+                ("Archive" = (operation_id = "archive", parameters(("slug" = "$response.body#/slug"), ("header.X-Page-Pin" = "$request.body#/pin")),
+                    description = "Archive it with the PIN it was published with")),
+                ("Claim" = (operation_id = "claim", parameters(("slug" = "$response.body#/slug"), ("header.X-Page-Pin" = "$request.body#/pin")),
+                    description = "Claim it with the PIN it was published with")),
+            )),
         (status = 400, description = "Invalid field or malformed JSON", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The slug is taken", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 300 KiB", body = Problem, content_type = "application/problem+json"),
@@ -147,7 +157,7 @@ pub async fn create(
     let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
     let spent = publish_budget::spend(&state, &req).await?;
     let pin_hash = match input.pin {
-        Some(pin) => Some(pin::hash_off_thread(pin).await?),
+        Some(pin) => Some(pin::hash_off_thread(&state.hash_slots, pin).await?),
         None => None,
     };
     let now = state.clock.now();
@@ -192,7 +202,7 @@ pub async fn list(
         DEFAULT_PER_PAGE,
         MAX_PER_PAGE,
     )?;
-    let page = whole_number("page", query.page.as_deref(), 1, i64::MAX / MAX_PER_PAGE)?;
+    let page = whole_number("page", query.page.as_deref(), 1, openapi::MAX_PAGE)?;
     let offset = (page - 1) * per_page;
     let (total, rows) = db::with_conn(&state.pool, move |c| {
         Ok((

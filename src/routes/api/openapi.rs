@@ -5,7 +5,11 @@
 use std::sync::LazyLock;
 
 use actix_web::HttpResponse;
-use utoipa::OpenApi;
+use utoipa::openapi::path::ParameterIn;
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::RefOr;
+use utoipa::Number;
+use utoipa::{Modify, OpenApi};
 
 use super::error::Problem;
 use super::types::{
@@ -23,7 +27,10 @@ use super::types::{
             /problems/not-found (404), /problems/method-not-allowed (405), \
             /problems/conflict (409), /problems/pin-required (403), /problems/wrong-pin (403), \
             /problems/page-locked (403), /problems/too-many-pin-failures (429, with Retry-After), \
-            /problems/budget-unavailable (503, with Retry-After: 1), /problems/internal (500). After 10 wrong PINs in an hour (windows aligned to the \
+            /problems/publish-rate-limited (429, with Retry-After), /problems/request-timeout \
+            (408), /problems/too-many-open-bodies (503), /problems/budget-unavailable (503), \
+            /problems/database-busy (503), /problems/storage-unavailable (503), \
+            /problems/internal (500). After 10 wrong PINs in an hour (windows aligned to the \
             Unix epoch) a client gets 429 on every PIN-protected route until the hour ends."
     ),
     paths(
@@ -46,15 +53,113 @@ use super::types::{
         PageListItem,
         Problem
     )),
-    tags((name = "pages", description = "Pages published by agents"))
+    tags((name = "pages", description = "Pages published by agents")),
+    modifiers(&ServerRules)
 )]
 pub struct ApiDoc;
 
+/// The rules a derive cannot state: `UpdatePage` needs a title or a body that is not
+/// null, a path `slug` matches the slug pattern (any other is 404), and `X-Page-Pin`
+/// is a PIN (see [`super::types::PATTERNS`]).
+struct ServerRules;
+
+impl Modify for ServerRules {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        if let Some(components) = doc.components.as_mut() {
+            components
+                .schemas
+                .insert("UpdatePage".into(), super::types::update_page_schema());
+        }
+        for item in doc.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for operation in operations.into_iter().flatten() {
+                for parameter in operation.parameters.iter_mut().flatten() {
+                    if matches!(parameter.parameter_in, ParameterIn::Query)
+                        && parameter.name == "page"
+                    {
+                        parameter.schema = Some(RefOr::T(
+                            ObjectBuilder::new()
+                                .schema_type(Type::Integer)
+                                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                                .minimum(Some(1))
+                                .maximum(Some(Number::Int(MAX_PAGE as isize)))
+                                .into(),
+                        ));
+                        continue;
+                    }
+                    let pattern = match (&parameter.parameter_in, parameter.name.as_str()) {
+                        (ParameterIn::Path, "slug") => SLUG_PATTERN.to_owned(),
+                        (ParameterIn::Header, super::pin_check::PIN_HEADER) => {
+                            super::types::PATTERNS.pin.clone()
+                        }
+                        _ => continue,
+                    };
+                    parameter.schema = Some(RefOr::T(
+                        ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .pattern(Some(pattern))
+                            .into(),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The highest `page` of `GET /api/pages`: `(page - 1) * per_page` always fits.
+pub const MAX_PAGE: i64 = i64::MAX / super::MAX_PER_PAGE;
+
+/// SPEC §3's slug, as `crate::domain::PageSlug::parse` checks it.
+pub const SLUG_PATTERN: &str = "^[a-z0-9][a-z0-9.+-]{0,79}$";
+
 static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
-    ApiDoc::openapi()
-        .to_json()
-        .expect("the OpenAPI document serializes")
+    let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serializes");
+    fix_link_field_names(&mut doc);
+    serde_json::to_string(&doc).expect("the OpenAPI document serializes")
 });
+
+/// utoipa 5.5 writes the fields of a Link Object in snake case (`operation_id`);
+/// OpenAPI spells them `operationId`, `operationRef` and `requestBody`.
+fn fix_link_field_names(doc: &mut serde_json::Value) {
+    let paths = doc
+        .get_mut("paths")
+        .and_then(|p| p.as_object_mut())
+        .into_iter()
+        .flat_map(|p| p.values_mut());
+    for operation in paths.flat_map(|item| {
+        item.as_object_mut()
+            .into_iter()
+            .flat_map(|i| i.values_mut())
+    }) {
+        let responses = operation
+            .get_mut("responses")
+            .and_then(|r| r.as_object_mut())
+            .into_iter()
+            .flat_map(|r| r.values_mut());
+        for response in responses {
+            let Some(links) = response.get_mut("links").and_then(|l| l.as_object_mut()) else {
+                continue;
+            };
+            for link in links.values_mut().filter_map(|l| l.as_object_mut()) {
+                for (from, to) in [
+                    ("operation_id", "operationId"),
+                    ("operation_ref", "operationRef"),
+                    ("request_body", "requestBody"),
+                ] {
+                    if let Some(value) = link.remove(from) {
+                        link.insert(to.to_owned(), value);
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// This document.
 #[utoipa::path(

@@ -5,6 +5,7 @@ use actix_web::HttpRequest;
 use tokio::sync::Mutex;
 
 use super::error::ApiError;
+use crate::budget::store::CountMode;
 use crate::db::{self, pages};
 use crate::domain::PageSlug;
 use crate::pin;
@@ -16,12 +17,21 @@ pub const PIN_HEADER: &str = "X-Page-Pin";
 /// Per-client turns, striped by bucket key. One client's checks run one at a time,
 /// so each reads a failure count that includes all of its earlier attempts: the
 /// limit holds however many requests a client sends at once. Clients that share a
-/// stripe only wait for each other.
-static TURNS: [Mutex<()>; 64] = [const { Mutex::const_new(()) }; 64];
+/// stripe only wait for each other. One per process, in the app state.
+#[derive(Debug, Clone)]
+pub struct PinTurns(std::sync::Arc<[Mutex<()>; 64]>);
 
-fn turn(bucket: &str) -> &'static Mutex<()> {
-    let n = usize::from_str_radix(&bucket[..4], 16).expect("hex bucket key");
-    &TURNS[n % TURNS.len()]
+impl Default for PinTurns {
+    fn default() -> Self {
+        Self(std::sync::Arc::new([const { Mutex::const_new(()) }; 64]))
+    }
+}
+
+impl PinTurns {
+    fn turn(&self, bucket: &str) -> &Mutex<()> {
+        let n = usize::from_str_radix(&bucket[..4], 16).expect("hex bucket key");
+        &self.0[n % self.0.len()]
+    }
 }
 
 /// Lets the request change the page `slug` if its `X-Page-Pin` is the page's PIN;
@@ -45,10 +55,13 @@ pub async fn authorize(
     let budget = &state.budgets.pin_failures;
     let keys = budget.keys(&client);
     let bucket = keys.log_prefix().to_owned();
-    let _turn = turn(&keys.0[0]).lock().await;
+    let _turn = state.pin_turns.turn(&keys.0[0]).lock().await;
 
     let now = state.clock.now();
-    let failures = state.budget_store.peek(budget, keys.clone(), now).await?;
+    let failures = state
+        .budget_store
+        .counts(budget, keys.clone(), now, CountMode::Peek)
+        .await?;
     if let Some(full) = budget
         .windows
         .iter()
@@ -81,10 +94,13 @@ pub async fn authorize(
         .map_err(|_| ApiError::validation(PIN_HEADER, "X-Page-Pin must be UTF-8 text"))?
         .to_owned();
 
-    if pin::verify_off_thread(given, phc).await? {
+    if pin::verify_off_thread(&state.hash_slots, given, phc).await? {
         return Ok(page.id);
     }
-    let failures = state.budget_store.record(budget, keys, now).await?;
+    let failures = state
+        .budget_store
+        .counts(budget, keys, now, CountMode::Record)
+        .await?;
     tracing::warn!(
         client = &bucket[..],
         slug = slug.as_str(),

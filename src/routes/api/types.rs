@@ -1,8 +1,17 @@
 //! Request and response bodies of the agent API. Their doc comments and schema
 //! attributes are what the OpenAPI document tells agents.
 
+use std::sync::LazyLock;
+
 use serde::{Deserialize, Serialize};
+use utoipa::openapi::schema::{
+    AllOfBuilder, AnyOfBuilder, ObjectBuilder, Schema, SchemaType, Type,
+};
+use utoipa::openapi::RefOr;
 use utoipa::{IntoParams, ToSchema};
+
+use crate::domain::{is_bidi_control, is_visible, BODY_MAX_BYTES, TITLE_MAX};
+use crate::pin::{PIN_MAX, PIN_MIN};
 
 /// `POST /api/pages`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -12,31 +21,175 @@ pub struct CreatePage {
     /// (`Café Guide` → `cafe-guide`), with `-2`, `-3`, … added when taken.
     #[schema(pattern = "^[a-z0-9][a-z0-9.+-]{0,79}$", example = "kubernetes-guide")]
     pub slug: Option<String>,
-    /// 1–200 characters after trimming, at least one visible; bidi controls are
-    /// removed.
-    #[schema(min_length = 1, max_length = 200, example = "Kubernetes guide")]
+    #[schema(schema_with = title_required)]
     pub title: String,
-    /// Plain text, at most 262144 bytes; empty when left out.
-    #[schema(example = "How to deploy.")]
+    /// Plain text, at most 262144 bytes of UTF-8 (`maxLength` counts characters, so
+    /// text beyond ASCII reaches the byte limit sooner); empty when left out.
+    #[schema(max_length = 262144, example = "How to deploy.")]
     pub body: Option<String>,
-    /// 6–64 characters. Needed later to update, archive or claim the page: a page
-    /// published without one can never be changed through the API. Stored only as
-    /// an argon2id hash.
-    #[schema(min_length = 6, max_length = 64, example = "correct horse")]
+    #[schema(schema_with = pin_schema)]
     pub pin: Option<String>,
 }
 
-/// `PUT /api/pages/{slug}`: the fields to replace; give at least one.
+/// `PUT /api/pages/{slug}`: the fields to replace; give at least one that is not
+/// null (the document's `anyOf`).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, expecting = "a JSON object")]
 pub struct UpdatePage {
-    /// 1–200 characters after trimming, at least one visible; bidi controls are
-    /// removed.
-    #[schema(min_length = 1, max_length = 200)]
+    #[schema(schema_with = title_optional)]
     pub title: Option<String>,
-    /// Plain text, at most 262144 bytes.
+    /// Plain text, at most 262144 bytes of UTF-8 (`maxLength` counts characters).
+    #[schema(max_length = 262144)]
     pub body: Option<String>,
 }
+
+/// The regular expressions of the document that restate a rule of the server, built
+/// from the very functions and constants that apply it, so the two cannot drift.
+///
+/// They are read with Unicode code points (as JSON Schema asks): chars inside the
+/// Basic Multilingual Plane are written `\uXXXX`, which ECMA-262, Python and Rust
+/// regexes all read; chars beyond it are written as themselves.
+pub struct Patterns {
+    /// A title as [`crate::domain::PageTitle::parse`] takes it: after removing bidi
+    /// controls and trimming whitespace, 1–200 chars.
+    pub title_length: String,
+    /// Holds at least one visible char ([`is_visible`]); unanchored.
+    pub title_visible: String,
+    /// A PIN as [`crate::pin::check`] takes it: 6–64 chars, no control char, no
+    /// whitespace at either end.
+    pub pin: String,
+}
+
+pub static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
+    let bidi = class(is_bidi_control);
+    let space = class(char::is_whitespace);
+    let control = class(char::is_control);
+    let edge = format!("{bidi}{space}");
+    Patterns {
+        title_length: format!(
+            "^[{edge}]*[^{edge}](?:(?:[{bidi}]*[^{bidi}]){{0,{}}}[{bidi}]*[^{edge}])?[{edge}]*$",
+            TITLE_MAX - 2
+        ),
+        title_visible: format!("[{}]", class(is_visible)),
+        pin: format!(
+            "^[^{space}{control}][^{control}]{{{},{}}}[^{space}{control}]$",
+            PIN_MIN - 2,
+            PIN_MAX - 2
+        ),
+    }
+});
+
+/// The body of a regex character class (no brackets) of every char for which `keep`
+/// holds, as ranges.
+fn class(keep: impl Fn(char) -> bool) -> String {
+    let write = |out: &mut String, c: u32| {
+        if c <= 0xFFFF {
+            out.push_str(&format!("\\u{c:04X}"));
+        } else {
+            out.push(char::from_u32(c).expect("a scalar value"));
+        }
+    };
+    let mut out = String::new();
+    let mut start: Option<u32> = None;
+    // One past the end: every range is closed by a char that is not kept.
+    for c in 0..=0x11_0000u32 {
+        let kept = char::from_u32(c).is_some_and(&keep);
+        match (kept, start) {
+            (true, None) => start = Some(c),
+            (false, Some(first)) => {
+                let last = c - 1;
+                // A range never spans the surrogates (they are not chars).
+                write(&mut out, first);
+                if last > first {
+                    out.push('-');
+                    write(&mut out, last);
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn string_type(nullable: bool) -> SchemaType {
+    if nullable {
+        SchemaType::from_iter([Type::String, Type::Null])
+    } else {
+        SchemaType::new(Type::String)
+    }
+}
+
+/// A title: 1–200 chars once bidi controls are removed and whitespace trimmed, at
+/// least one of them visible. Two patterns, so `allOf`.
+fn title(nullable: bool) -> Schema {
+    let shape = ObjectBuilder::new()
+        .schema_type(string_type(nullable))
+        .min_length(Some(1))
+        .pattern(Some(PATTERNS.title_length.clone()));
+    let shape = if nullable {
+        shape
+    } else {
+        shape.examples([serde_json::json!("Kubernetes guide")])
+    };
+    AllOfBuilder::new()
+        .description(Some(
+            "1–200 characters after bidi controls (U+202A–U+202E, U+2066–U+2069) are \
+             removed and whitespace is trimmed, at least one of them visible (a letter, \
+             digit, punctuation mark or symbol).",
+        ))
+        .item(shape)
+        .item(
+            ObjectBuilder::new()
+                .schema_type(SchemaType::AnyValue)
+                .pattern(Some(PATTERNS.title_visible.clone())),
+        )
+        .into()
+}
+
+fn title_required() -> Schema {
+    title(false)
+}
+
+fn title_optional() -> Schema {
+    title(true)
+}
+
+fn pin_schema() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(string_type(true))
+        .description(Some(
+            "6–64 characters, none of them a control character, not starting or ending \
+             with whitespace: it travels back in the X-Page-Pin header. Needed later to \
+             update, archive or claim the page: a page published without one can never be \
+             changed through the API. Stored only as an argon2id hash.",
+        ))
+        .min_length(Some(PIN_MIN))
+        .max_length(Some(PIN_MAX))
+        .pattern(Some(PATTERNS.pin.clone()))
+        .examples([serde_json::json!("correct horse")])
+        .into()
+}
+
+/// `UpdatePage` as the server takes it: the derived object, and at least one of
+/// `title` and `body` given as a string.
+pub fn update_page_schema() -> RefOr<Schema> {
+    let given = |field: &str| {
+        ObjectBuilder::new()
+            .required(field)
+            .property(field, ObjectBuilder::new().schema_type(Type::String))
+    };
+    AllOfBuilder::new()
+        .description(Some(
+            "The fields to replace: title, body or both; at least one of them must be a \
+             string (not null).",
+        ))
+        .item(<UpdatePage as utoipa::PartialSchema>::schema())
+        .item(AnyOfBuilder::new().item(given("title")).item(given("body")))
+        .into()
+}
+
+const _: () = assert!(BODY_MAX_BYTES == 262144, "the documented body maxLength");
 
 /// A page just published.
 #[derive(Debug, Serialize, ToSchema)]
@@ -109,7 +262,8 @@ pub struct PageList {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// Page number, from 1 (default 1).
+    /// Page number, from 1 (default 1) to 92233720368547758 (`i64::MAX / 100`, so the
+    /// row offset always fits; the document's `maximum` is set from the same constant).
     #[param(value_type = Option<i64>, minimum = 1)]
     pub page: Option<String>,
     /// Rows per page, 1–100 (default 50).

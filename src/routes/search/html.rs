@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
 use super::{displayed_rows, Outcome};
-use crate::routes::render;
+use crate::routes::{render, render_html};
 use crate::state::AppState;
 use crate::templates::format_time;
 
@@ -115,6 +115,19 @@ pub(super) fn html_response(
         ctx.total = result.result.total;
         ctx.truncated = result.result.truncated;
         ctx.cache = Some(cache.as_str());
+        // The page depends on nothing else: a repeated search is a copy of bytes.
+        let variant = format!(
+            "{}\u{0}{}\u{0}{}",
+            crate::routes::page_variant(req),
+            ctx.q,
+            cache.as_str()
+        );
+        return match result.page(variant, || render_html(state, req, "search.html", &ctx)) {
+            Ok(body) => HttpResponse::build(kind.status)
+                .content_type("text/html; charset=utf-8")
+                .body(body),
+            Err(failed) => failed,
+        };
     }
     render(state, req, kind.status, "search.html", ctx)
 }

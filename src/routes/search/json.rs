@@ -81,16 +81,29 @@ pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse
             snapshot,
             cache,
         } => {
-            let rows = result.json_rows(|| rows(&result.result, snapshot));
-            let results: &serde_json::value::RawValue =
-                serde_json::from_str(rows).expect("rows are JSON");
-            HttpResponse::Ok().json(JsonAnswer {
-                query: display,
-                results,
-                total: result.result.total,
-                truncated: result.result.truncated,
-                cache: cache.as_str(),
-            })
+            // The body depends on nothing else: a repeated search copies bytes.
+            let variant = format!("json\u{0}{display}\u{0}{}", cache.as_str());
+            let body = result.page(variant, || {
+                let rows = result.json_rows(|| rows(&result.result, snapshot));
+                let results: &serde_json::value::RawValue =
+                    serde_json::from_str(rows).expect("rows are JSON");
+                serde_json::to_string(&JsonAnswer {
+                    query: display,
+                    results,
+                    total: result.result.total,
+                    truncated: result.result.truncated,
+                    cache: cache.as_str(),
+                })
+            });
+            match body {
+                Ok(body) => HttpResponse::Ok()
+                    .content_type("application/json")
+                    .body(body),
+                Err(e) => {
+                    tracing::error!(error = %e, "search answer failed to serialize");
+                    HttpResponse::InternalServerError().finish()
+                }
+            }
         }
         Outcome::TooShort { display } => HttpResponse::Ok().json(JsonShort {
             query: display,

@@ -104,7 +104,18 @@ const fn row(
 }
 
 const INVALID: Option<&str> = Some("/problems/invalid-query");
-const BUSY: Option<&str> = Some("/problems/search-busy");
+
+/// The two "no capacity now" rows (admission, scorer slots) differ only by label.
+const fn busy(label: &'static str) -> OutcomeKind {
+    row(
+        label,
+        StatusCode::SERVICE_UNAVAILABLE,
+        Some("/problems/search-busy"),
+        "Search is busy",
+        "Search is busy right now.",
+        "busy",
+    )
+}
 
 /// Every kind of outcome, in the order of the outcome matrix.
 pub const KINDS: [OutcomeKind; 12] = [
@@ -133,14 +144,7 @@ pub const KINDS: [OutcomeKind; 12] = [
         "Enter at least 2 characters.",
         "short",
     ),
-    row(
-        "503-admission",
-        StatusCode::SERVICE_UNAVAILABLE,
-        BUSY,
-        "Search is busy",
-        "Search is busy right now.",
-        "busy",
-    ),
+    busy("503-admission"),
     row(
         "503-budget",
         StatusCode::SERVICE_UNAVAILABLE,
@@ -157,14 +161,7 @@ pub const KINDS: [OutcomeKind; 12] = [
         "Too many searches.",
         "rate_limited",
     ),
-    row(
-        "503-busy",
-        StatusCode::SERVICE_UNAVAILABLE,
-        BUSY,
-        "Search is busy",
-        "Search is busy right now.",
-        "busy",
-    ),
+    busy("503-busy"),
     row(
         "500",
         StatusCode::INTERNAL_SERVER_ERROR,
