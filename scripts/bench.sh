@@ -125,7 +125,7 @@ if [ -n "$corpus" ]; then
   start writes env AGENT_PAGES_DATABASE="$big" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
     TRUSTED_PROXY_CIDRS=127.0.0.1 PUBLISH_RATE_PER_MINUTE=1000000 PUBLISH_RATE_PER_HOUR=100000000 \
     SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 "$bin" serve
-  "$loadgen" --url "$url" --mode mixed --concurrency 4 --requests 4000 --clients 4 \
+  "$loadgen" --url "$url" --mode mixed --concurrency 4 --requests 40000 --clients 4 \
     --write-rate 20
   stop_all
 fi
