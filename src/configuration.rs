@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
 use crate::clock::{Clock, SystemClock};
 use crate::search::client_ip::TrustedProxies;
@@ -79,6 +80,15 @@ pub struct ServeArgs {
     /// a bare IP means /32 or /128.
     #[arg(long, env = "TRUSTED_PROXY_CIDRS", default_value = "")]
     pub trusted_proxy_cidrs: String,
+    /// Keep the search, publish and PIN-failure counters in this Redis or Valkey
+    /// (`redis://[:password@]host:port/db`, `rediss://` for TLS) instead of the
+    /// SQLite file, so replicas on several hosts share one budget. Unset: SQLite.
+    #[arg(long, env = "AGENT_PAGES_REDIS_URL", hide_env_values = true)]
+    pub redis_url: Option<String>,
+    /// Milliseconds one Redis call may take; past it the request is answered 503
+    /// (`budget-unavailable`) without the budget.
+    #[arg(long, env = "AGENT_PAGES_REDIS_TIMEOUT_MS", default_value = "50")]
+    pub redis_timeout_ms: String,
 }
 
 /// A configuration value that cannot be used; the message names the variable.
@@ -105,6 +115,8 @@ pub struct Settings {
     pub publish_budget: Budget,
     /// Failed PIN checks per client and hour.
     pub pin_failure_budget: Budget,
+    /// The shared budget store; `None` keeps the counters in the SQLite file.
+    pub redis: Option<RedisSettings>,
     pub trusted_proxies: TrustedProxies,
     pub requests: RequestLimits,
     /// The clock budgets are counted with; tests inject a manual one.
@@ -167,6 +179,7 @@ impl Settings {
             search_budget: Budget::search(20, 200),
             publish_budget: Budget::publish(30, 300),
             pin_failure_budget: Budget::pin_failures(PIN_FAILURES_PER_HOUR),
+            redis: None,
             trusted_proxies: TrustedProxies::default(),
             requests: RequestLimits::default(),
             clock: Arc::new(SystemClock),
@@ -226,6 +239,30 @@ impl Settings {
             value: args.trusted_proxy_cidrs.clone(),
             reason: format!("{e}"),
         })?;
+        let redis_timeout_ms: u64 = number(
+            "AGENT_PAGES_REDIS_TIMEOUT_MS",
+            &args.redis_timeout_ms,
+            1,
+            60_000,
+        )?;
+        let redis = args
+            .redis_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|url| !url.is_empty())
+            .map(|url| {
+                RedisSettings::check_url(url).map_err(|reason| ConfigError {
+                    variable: "AGENT_PAGES_REDIS_URL",
+                    // The URL may hold a password: never echo it.
+                    value: "<hidden>".into(),
+                    reason,
+                })?;
+                Ok(RedisSettings {
+                    call_timeout: Duration::from_millis(redis_timeout_ms),
+                    ..RedisSettings::new(url)
+                })
+            })
+            .transpose()?;
         let requests = RequestLimits {
             body_timeout: Duration::from_secs(number(
                 "AGENT_PAGES_BODY_TIMEOUT_SECS",
@@ -254,6 +291,7 @@ impl Settings {
             search_budget,
             publish_budget,
             pin_failure_budget: Budget::pin_failures(PIN_FAILURES_PER_HOUR),
+            redis,
             trusted_proxies,
             requests,
             clock: Arc::new(SystemClock),
@@ -322,6 +360,31 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(err.variable, "TRUSTED_PROXY_CIDRS");
+    }
+
+    #[test]
+    fn a_bad_redis_url_names_its_variable_and_hides_the_password() {
+        for url in ["http://:s3cret@cache", "redis://:s3cret@cache:6379/x"] {
+            let err = parse(&["--redis-url", url]).err().unwrap();
+            assert_eq!(err.variable, "AGENT_PAGES_REDIS_URL");
+            assert!(!err.to_string().contains("s3cret"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_redis_url_selects_the_shared_store_with_its_deadline() {
+        let s = parse(&[
+            "--redis-url",
+            "redis://127.0.0.1:6379/3",
+            "--redis-timeout-ms",
+            "80",
+        ])
+        .unwrap();
+        let redis = s.redis.unwrap();
+        assert_eq!(redis.url, "redis://127.0.0.1:6379/3");
+        assert_eq!(redis.call_timeout, std::time::Duration::from_millis(80));
+        assert!(redis.server_clock);
+        assert!(parse(&[]).unwrap().redis.is_none());
     }
 
     #[test]

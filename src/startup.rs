@@ -14,6 +14,7 @@ use tracing_actix_web::TracingLogger;
 use crate::actors::cache::Cache;
 use crate::actors::rate_limiter::RateLimiter;
 use crate::actors::scorer::ScorerPool;
+use crate::budget::redis::RedisCounters;
 use crate::budget::store::{BudgetStore, StoreError};
 use crate::clock::Clock;
 use crate::configuration::Settings;
@@ -92,10 +93,29 @@ impl Application {
         let storage = db::storage::Storage::capture(&settings.database)
             .with_context(|| format!("reading {}", settings.database.display()))?;
         let pool = db::create_pool(&settings.database, 16)?;
-        // The RateLimiter blocks on SQLite: it gets an arbiter (thread) of its own.
-        let rate_limiter = RateLimiter::new(conn).context("setting the budget connection")?;
-        let rate_limiter =
-            RateLimiter::start_in_arbiter(&actix::Arbiter::new().handle(), |_| rate_limiter);
+        let budget_store = match &settings.redis {
+            None => {
+                // The RateLimiter blocks on SQLite: it gets an arbiter (thread) of
+                // its own.
+                let rate_limiter =
+                    RateLimiter::new(conn).context("setting the budget connection")?;
+                BudgetStore::sqlite(RateLimiter::start_in_arbiter(
+                    &actix::Arbiter::new().handle(),
+                    |_| rate_limiter,
+                ))
+            }
+            Some(redis) => {
+                drop(conn);
+                let counters = RedisCounters::connect_lazily(redis)
+                    .context("AGENT_PAGES_REDIS_URL: cannot make a Redis client")?;
+                tracing::info!(
+                    redis = %redis.describe(),
+                    timeout_ms = redis.call_timeout.as_millis() as u64,
+                    "budget counters in Redis (connected on first use)"
+                );
+                BudgetStore::redis(counters)
+            }
+        };
         let metrics = Arc::new(Metrics::new(&routes::search::outcome::labels(
             &settings.search_budget,
         )));
@@ -128,7 +148,6 @@ impl Application {
             .map(|b| b.horizon())
             .max()
             .unwrap_or(0);
-        let budget_store = BudgetStore::sqlite(rate_limiter);
         let state = web::Data::new(AppState {
             pool,
             templates: templates::load().context("parsing templates")?,

@@ -13,7 +13,7 @@
 
 #[path = "common/mod.rs"]
 mod helpers;
-mod support;
+use helpers::support;
 
 use std::path::PathBuf;
 use std::process::Command;

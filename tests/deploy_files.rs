@@ -6,7 +6,7 @@
 
 #[path = "common/mod.rs"]
 mod helpers;
-mod support;
+use helpers::support;
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
@@ -30,13 +30,15 @@ fn run(mut command: Command) -> Output {
         .unwrap_or_else(|e| panic!("running {shown}: {e}"))
 }
 
-fn docker_compose() -> Command {
+fn docker_compose(files: &[&str]) -> Command {
     let mut command = Command::new(require_program(
         "docker-compose",
         "DOCKER_COMPOSE",
         "docker-compose",
     ));
-    command.args(["-f", "docker-compose.yml"]);
+    for file in files {
+        command.args(["-f", file]);
+    }
     // The file's own defaults, not whatever the developer's shell exports.
     for var in [
         "SEARCH_RATE_PER_MINUTE",
@@ -54,16 +56,21 @@ fn docker_compose() -> Command {
 /// `docker-compose config`: the file validated against the Compose schema, with
 /// variables interpolated and anchors merged, as the engine would receive it.
 fn resolved_compose() -> Value {
-    let mut quiet = docker_compose();
+    resolved_compose_of(&["docker-compose.yml"])
+}
+
+/// [`resolved_compose`] of `files` merged in order (a base and its overrides).
+fn resolved_compose_of(files: &[&str]) -> Value {
+    let mut quiet = docker_compose(files);
     quiet.args(["config", "-q"]);
     let output = run(quiet);
     assert!(
         output.status.success() && output.stdout.is_empty(),
-        "docker-compose config -q rejected docker-compose.yml:\n{}{}",
+        "docker-compose config -q rejected {files:?}:\n{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    let mut full = docker_compose();
+    let mut full = docker_compose(files);
     full.arg("config");
     let output = run(full);
     assert!(output.status.success());
@@ -219,6 +226,107 @@ fn the_compose_file_validates_and_trusts_exactly_the_proxy_network() {
             "the Dockerfile has a `{stage}` stage"
         );
     }
+}
+
+#[test]
+fn the_scale_override_runs_three_ready_replicas_on_one_budget_in_valkey() {
+    let compose = resolved_compose_of(&["docker-compose.yml", "docker-compose.scale.yml"]);
+    let app = &["services", "app"];
+    let env = |name: &str| text(&compose, &[app[0], app[1], "environment", name]).to_owned();
+
+    assert_eq!(
+        at(&compose, &["services", "app", "deploy", "replicas"]).as_u64(),
+        Some(3)
+    );
+    assert!(text(&compose, &["services", "valkey", "image"]).starts_with("valkey/valkey:8"));
+
+    // The replicas reach Valkey by its service name, with a URL the app accepts.
+    let url = env("AGENT_PAGES_REDIS_URL");
+    agent_pages::budget::redis::RedisSettings::check_url(&url).expect("a usable Redis URL");
+    assert!(url.starts_with("redis://valkey:"), "{url}");
+    let app_networks = network_names(&compose, "app");
+    let valkey_networks = network_names(&compose, "valkey");
+    assert!(
+        valkey_networks.iter().any(|n| app_networks.contains(n)),
+        "app {app_networks:?} and valkey {valkey_networks:?} share a network"
+    );
+    // Valkey is not on the trusted proxy network: only Traefik and the app are.
+    assert!(!valkey_networks.contains(&"backend".to_owned()));
+    assert_eq!(network_names(&compose, "traefik"), ["backend", "edge"]);
+    let subnet = at(&compose, &["networks", "backend", "ipam", "config"])[0]["subnet"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(env("TRUSTED_PROXY_CIDRS"), subnet);
+    let base = resolved_compose();
+    assert_eq!(
+        at(&base, &["networks", "backend", "ipam"]),
+        at(&compose, &["networks", "backend", "ipam"]),
+        "the override keeps the backend subnet"
+    );
+    assert_eq!(
+        at(&compose, &["networks", "backend", "internal"]).as_bool(),
+        Some(true)
+    );
+    let timeout: u64 = env("AGENT_PAGES_REDIS_TIMEOUT_MS").parse().unwrap();
+    assert!((1..=1000).contains(&timeout));
+
+    // Readiness decides who gets traffic: the container health check (the image's
+    // script, which asks /readyz) and Traefik's own check of each replica.
+    assert_eq!(
+        at(&compose, &["services", "app", "healthcheck", "test"]),
+        at(
+            &resolved_compose(),
+            &["services", "app", "healthcheck", "test"]
+        ),
+        "the replicas keep the readiness health check"
+    );
+    let labels = at(&compose, &["services", "app", "labels"]);
+    assert_eq!(
+        labels["traefik.http.services.agent-pages.loadbalancer.healthcheck.path"].as_str(),
+        Some("/readyz")
+    );
+    assert_eq!(labels["traefik.enable"].as_str(), Some("true"));
+    let port = env("AGENT_PAGES_BIND")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        labels["traefik.http.services.agent-pages.loadbalancer.server.port"].as_str(),
+        Some(port.as_str())
+    );
+    // Traefik discovers the replicas on the backend network, by its fixed name.
+    let traefik: Vec<&str> = at(&compose, &["services", "traefik", "command"])
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let backend_name = text(&compose, &["networks", "backend", "name"]);
+    assert!(
+        traefik.contains(&&*format!("--providers.docker.network={backend_name}")),
+        "{traefik:?}"
+    );
+    assert!(traefik.contains(&"--providers.docker.exposedbydefault=false"));
+    assert!(
+        at(&compose, &["services", "traefik", "volumes"])
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|v| v == "/var/run/docker.sock:/var/run/docker.sock:ro"),
+        "Traefik reads the Docker socket read-only"
+    );
+    let valkey_check = at(&compose, &["services", "valkey", "healthcheck", "test"]);
+    assert!(valkey_check.as_sequence().is_some_and(|t| t.len() > 1));
+    assert_eq!(
+        text(
+            &compose,
+            &["services", "app", "depends_on", "valkey", "condition"]
+        ),
+        "service_healthy"
+    );
 }
 
 /// One build stage: its `FROM` line and its instructions (keyword upper-cased,

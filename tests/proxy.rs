@@ -8,7 +8,7 @@
 
 #[path = "common/mod.rs"]
 mod helpers;
-mod support;
+use helpers::support;
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};

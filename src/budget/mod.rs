@@ -7,6 +7,7 @@
 //! only if every window is under its limit, and then counts one in all of them
 //! (both-or-neither, however many windows there are).
 
+pub mod redis;
 pub mod sqlite;
 pub mod store;
 mod window;

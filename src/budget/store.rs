@@ -4,18 +4,28 @@
 //!
 //! - SQLite (the default): the RateLimiter actor's transaction on the service's own
 //!   database file; processes on one host sharing the file share the budget.
+//! - Redis or Valkey (`AGENT_PAGES_REDIS_URL`): one server-side script per call
+//!   ([`super::redis`]); replicas on any number of hosts share the budget.
+//!
+//! Whichever it is, the store's health is tracked here: the event log says once
+//! when it stops answering and once when it answers again, not once per request.
 //!
 //! In front of the store sits a memo of full windows: a counter never goes down
 //! inside its window (other processes only add, sweeps only delete ended windows),
 //! so once a spend was refused for a key, every spend on that key is refused until
 //! its window ends, and the memo answers it without the store. This is what keeps
-//! a flood of 429s cheap.
+//! a flood of 429s cheap. The memo counts windows with this process's clock; with
+//! Redis, whose windows follow the Redis server's clock, a replica whose clock is
+//! `s` seconds off may answer a full window's 429 from the memo for up to `s`
+//! seconds around the window's end.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use actix::Addr;
 use hashlink::LruCache;
 
+use super::redis::RedisCounters;
 use super::{BucketKeys, Budget, Decision};
 pub use crate::actors::rate_limiter::CountMode;
 use crate::actors::rate_limiter::{self, RateLimiter};
@@ -38,6 +48,10 @@ pub enum StoreError {
     /// The RateLimiter actor is gone (shutting down).
     #[error("rate limiter: {0}")]
     Mailbox(#[from] actix::MailboxError),
+    /// Redis answered something the budget script never returns (a bug, or a key
+    /// of ours overwritten by someone else): answer 500.
+    #[error("budget store answer: {0}")]
+    Redis(String),
 }
 
 impl From<DbError> for StoreError {
@@ -59,6 +73,8 @@ pub struct BudgetStore {
     /// Full windows seen: bucket key → start (unix seconds) of the window in which
     /// it was refused. Bounded; an evicted entry only costs one store round trip.
     full: Arc<Mutex<LruCache<String, i64>>>,
+    /// `true` while the store answers (or has not failed yet); shared by clones.
+    up: Arc<AtomicBool>,
 }
 
 /// Keys remembered as full at most; beyond it the least recently refused go.
@@ -67,15 +83,57 @@ const FULL_MEMO_ENTRIES: usize = 65_536;
 #[derive(Clone)]
 enum Backend {
     Sqlite(Addr<RateLimiter>),
+    Redis(RedisCounters),
 }
 
 impl BudgetStore {
     /// The counters in SQLite, written by `rate_limiter`.
     pub fn sqlite(rate_limiter: Addr<RateLimiter>) -> Self {
+        Self::with(Backend::Sqlite(rate_limiter))
+    }
+
+    /// The counters in Redis (or Valkey), shared by every replica using it.
+    pub fn redis(counters: RedisCounters) -> Self {
+        Self::with(Backend::Redis(counters))
+    }
+
+    fn with(backend: Backend) -> Self {
         Self {
-            backend: Backend::Sqlite(rate_limiter),
+            backend,
             full: Arc::new(Mutex::new(LruCache::new(FULL_MEMO_ENTRIES))),
+            up: Arc::new(AtomicBool::new(true)),
         }
+    }
+
+    /// Which store this is, for logs and docs: `sqlite` or `redis`.
+    pub fn kind(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Redis(_) => "redis",
+        }
+    }
+
+    /// Notes the result of a call: the first [`StoreError::Unavailable`] after an
+    /// answer logs a warning, the first answer after one logs the recovery.
+    fn observe<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        match &result {
+            Err(StoreError::Unavailable(e)) => {
+                if self.up.swap(false, Ordering::SeqCst) {
+                    tracing::warn!(
+                        store = self.kind(),
+                        error = %e,
+                        "budget store unavailable: budgeted requests are refused with 503 until it answers"
+                    );
+                }
+            }
+            Ok(_) => {
+                if !self.up.swap(true, Ordering::SeqCst) {
+                    tracing::info!(store = self.kind(), "budget store answers again");
+                }
+            }
+            Err(_) => {}
+        }
+        result
     }
 
     /// The refusal the memo already knows for `keys` at `now`, if any.
@@ -101,7 +159,10 @@ impl BudgetStore {
     }
 
     /// Counts one request in every window of `budget` for `keys` at `now` (unix
-    /// seconds) if all are under their limits; otherwise changes nothing.
+    /// seconds; Redis aligns windows with its own clock instead) if all are under
+    /// their limits; otherwise changes nothing.
+    ///
+    /// Errors: [`StoreError::Unavailable`] when the store did not answer in time.
     pub async fn spend(
         &self,
         budget: &Arc<Budget>,
@@ -138,7 +199,7 @@ impl BudgetStore {
         keys: &BucketKeys,
         now: i64,
     ) -> Result<(Decision, Option<i64>), StoreError> {
-        match &self.backend {
+        let result = match &self.backend {
             Backend::Sqlite(addr) => {
                 let answer = addr
                     .send(rate_limiter::Spend {
@@ -154,7 +215,10 @@ impl BudgetStore {
                     Err(_) => Err(StoreError::Mailbox(actix::MailboxError::Closed)),
                 }
             }
-        }
+            // Redis knows nothing of the corpus: the search reads the generation.
+            Backend::Redis(redis) => redis.spend(budget, keys, now).await.map(|d| (d, None)),
+        };
+        self.observe(result)
     }
 
     /// Reads the counts of `keys` in the windows containing `now` ([`CountMode::Peek`]),
@@ -167,16 +231,23 @@ impl BudgetStore {
         now: i64,
         mode: CountMode,
     ) -> Result<Vec<i64>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(addr) => Ok(addr
+        let result = match &self.backend {
+            Backend::Sqlite(addr) => addr
                 .send(rate_limiter::Counts {
                     budget: budget.clone(),
                     keys,
                     now,
                     mode,
                 })
-                .await??),
-        }
+                .await
+                .map_err(StoreError::from)
+                .and_then(|r| r.map_err(StoreError::from)),
+            Backend::Redis(redis) => match mode {
+                CountMode::Peek => redis.peek(budget, &keys, now).await,
+                CountMode::Record => redis.record(budget, &keys, now).await,
+            },
+        };
+        self.observe(result)
     }
 
     /// Does the store answer now? A read that changes nothing (for `/readyz`).
@@ -192,6 +263,8 @@ impl BudgetStore {
     pub async fn sweep(&self, now: i64, horizon: i64) -> Result<usize, StoreError> {
         match &self.backend {
             Backend::Sqlite(addr) => Ok(addr.send(rate_limiter::Sweep { now, horizon }).await??),
+            // Every Redis key expires at the end of its window.
+            Backend::Redis(_) => Ok(0),
         }
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
+use crate::budget::store::StoreError;
 use crate::state::AppState;
 
 /// How long `/readyz` waits for the budget store's answer.
@@ -50,6 +51,9 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let read = state.budget_store.ping();
     let budget_store = match tokio::time::timeout(READY_CHECK_TIMEOUT, read).await {
         Ok(Ok(())) => "ok".to_owned(),
+        // The store logs an outage once when it starts and once when it ends; a
+        // probe every few seconds must not log it again each time.
+        Ok(Err(StoreError::Unavailable(_))) => "the budget store does not answer".to_owned(),
         Ok(Err(e)) => {
             tracing::error!(error = %e, "readiness: budget store");
             "the budget store failed".to_owned()

@@ -1,6 +1,11 @@
 //! `spawn_app()`: a real server on 127.0.0.1:0 over a temp SQLite file, with a manual
 //! clock and a fault hook in the scorer, and a typed handle to drive and inspect it.
 //! Shared by the `search` and `api` test binaries (each includes it with `#[path]`).
+//!
+//! [`spawn_app_on`] picks the budget store: the SQLite file (what `spawn_app` uses),
+//! or a real `redis-server` started for the app (the `search_redis` binary runs the
+//! budget tests that way). Either way [`TestApp::counters`] reads the counters where
+//! the store keeps them.
 
 // Each binary uses part of it.
 #![allow(dead_code)]
@@ -10,12 +15,20 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use actix_web::web;
+use agent_pages::budget::redis::{key_name, RedisSettings};
 use agent_pages::clock::ManualClock;
 use agent_pages::configuration::Settings;
 use agent_pages::search::client_ip::ClientIp;
 use agent_pages::startup::Application;
 use agent_pages::state::AppState;
 use rusqlite::{Connection, OptionalExtension};
+
+/// The real-program helpers (a test binary that includes this file reaches them as
+/// `helpers::support` rather than including them a second time).
+#[path = "../support/mod.rs"]
+pub mod support;
+
+pub use support::RedisServer;
 
 /// A unix time on an hour boundary, so minute and hour windows start together.
 pub const T0: i64 = 1_800_000_000;
@@ -106,6 +119,15 @@ impl Faults {
     }
 }
 
+/// Where an app keeps its budget counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// `rate_limit_counters` in the app's SQLite file (the default).
+    Sqlite,
+    /// A `redis-server` of its own, started with the app and killed with it.
+    Redis,
+}
+
 pub struct TestApp {
     pub address: String,
     pub metrics_address: String,
@@ -114,6 +136,11 @@ pub struct TestApp {
     pub clock: ManualClock,
     pub faults: Arc<Faults>,
     pub state: web::Data<AppState>,
+    /// The app's redis-server, when its store is [`Store::Redis`].
+    pub redis: Option<RedisServer>,
+    /// The connection holding SQLite's write lock while [`TestApp::block_budget_store`]
+    /// is in force.
+    locker: Option<Connection>,
     _dir: tempfile::TempDir,
 }
 
@@ -125,6 +152,13 @@ pub async fn spawn_app() -> TestApp {
 /// The app over [`PAGES`], with `configure` applied to the settings first. The
 /// peer 127.0.0.1 is a trusted proxy, so tests pick a client with `X-Forwarded-For`.
 pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
+    spawn_app_on(Store::Sqlite, configure).await
+}
+
+/// [`spawn_app_with`] with the budget counters in `store`. With Redis the windows
+/// follow the test's manual clock (not the server's), and a call may take 5 s before
+/// it counts as unavailable, so a loaded test machine never turns into a 503.
+pub async fn spawn_app_on(store: Store, configure: impl FnOnce(&mut Settings)) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("nested").join("agent-pages.sqlite3");
     {
@@ -139,6 +173,18 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
     let hook_faults = faults.clone();
     settings.scoring_hook = Some(Arc::new(move |q: &str| hook_faults.hook(q)));
     settings.metrics_bind = Some("127.0.0.1:0".parse().unwrap());
+    let redis = match store {
+        Store::Sqlite => None,
+        Store::Redis => {
+            let server = RedisServer::start();
+            settings.redis = Some(RedisSettings {
+                call_timeout: Duration::from_secs(5),
+                server_clock: false,
+                ..RedisSettings::new(server.url())
+            });
+            Some(server)
+        }
+    };
     configure(&mut settings);
 
     let app = Application::build(settings).await.expect("app builds");
@@ -158,6 +204,8 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
         clock,
         faults,
         state,
+        redis,
+        locker: None,
         _dir: dir,
     }
 }
@@ -278,26 +326,66 @@ impl TestApp {
             .unwrap()
     }
 
-    /// (minute, hour) search counters of `client` as stored in SQLite (0 when there
-    /// is no row; any SQL error fails the test).
+    /// (minute, hour) search counters of `client` as stored (0 when there is none;
+    /// any store error fails the test).
     pub fn counters(&self, client: &str) -> (i64, i64) {
+        let read = |window| {
+            self.window_row(client, window)
+                .map_or(0, |(_, count)| count)
+        };
+        (read(0), read(1))
+    }
+
+    /// (window start, count) of search window number `window` (0 = minute, 1 = hour)
+    /// of `client`, as stored: the SQLite row, or the Redis value `"start:count"`.
+    pub fn window_row(&self, client: &str, window: usize) -> Option<(i64, i64)> {
         let keys = self
             .state
             .budgets
             .search
             .keys(&ClientIp::from_addr(client.parse().unwrap()));
-        let conn = self.conn();
-        let read = |bucket: &str| -> i64 {
-            conn.query_row(
-                "SELECT count FROM rate_limit_counters WHERE bucket = ?1",
-                [bucket],
-                |r| r.get(0),
-            )
-            .optional()
-            .expect("reading rate_limit_counters")
-            .unwrap_or(0)
-        };
-        (read(&keys.0[0]), read(&keys.0[1]))
+        match &self.redis {
+            None => self
+                .conn()
+                .query_row(
+                    "SELECT window_start, count FROM rate_limit_counters WHERE bucket = ?1",
+                    [&keys.0[window]],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .expect("reading rate_limit_counters"),
+            Some(redis) => {
+                let value = redis.get(&key_name(&keys.0[0], &keys.0[window]))?;
+                let (start, count) = value.split_once(':').expect("start:count");
+                Some((start.parse().unwrap(), count.parse().unwrap()))
+            }
+        }
+    }
+
+    /// Makes the budget store stop answering, as in an outage: another connection
+    /// takes SQLite's write lock (held past the busy timeout), or the app's
+    /// redis-server is stopped. [`TestApp::unblock_budget_store`] ends it.
+    pub fn block_budget_store(&mut self) {
+        match &mut self.redis {
+            Some(redis) => redis.stop(),
+            None => {
+                let locker = self.conn();
+                locker.execute_batch("BEGIN IMMEDIATE").unwrap();
+                self.locker = Some(locker);
+            }
+        }
+    }
+
+    /// Ends [`TestApp::block_budget_store`]: the lock is released, or Redis is started
+    /// again on its port (empty: every window starts afresh).
+    pub fn unblock_budget_store(&mut self) {
+        match &mut self.redis {
+            Some(redis) => redis.start_again(),
+            None => {
+                let locker = self.locker.take().expect("the store was blocked");
+                locker.execute_batch("ROLLBACK").unwrap();
+            }
+        }
     }
 
     /// A separate connection, as another process would have.

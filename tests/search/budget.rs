@@ -31,22 +31,7 @@ async fn with_the_hour_full_the_minute_counter_is_rolled_back() {
     assert_eq!(r.status(), 429);
     assert_eq!(header(&r, "retry-after"), Some(&*(3600 - 190).to_string()));
     // The minute row still belongs to minute 2 with count 1: nothing was written.
-    let (start, count): (i64, i64) = app
-        .conn()
-        .query_row(
-            "SELECT window_start, count FROM rate_limit_counters WHERE bucket = ?1",
-            [&app
-                .state
-                .budgets
-                .search
-                .keys(&agent_pages::search::client_ip::ClientIp::from_addr(
-                    client.parse().unwrap(),
-                ))
-                .0[0]],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!((start, count), (T0 + 120, 1));
+    assert_eq!(app.window_row(client, 0), Some((T0 + 120, 1)));
     assert_eq!(app.counters(client).1, 3);
 }
 

@@ -478,13 +478,13 @@ async fn json_answers_carry_the_same_statuses_and_fields() {
 
 #[actix_web::test]
 async fn a_budget_store_locked_past_its_timeout_is_503_budget_with_no_fetch_and_no_slot() {
-    let app = spawn_app().await;
+    let mut app = spawn_app().await;
     let before = seen(&app).await;
-    // Another process holds SQLite's write lock past the 5 s busy timeout.
-    let locker = app.conn();
-    locker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    // Another process holds SQLite's write lock past the 5 s busy timeout (with the
+    // counters in Redis: Redis is stopped).
+    app.block_budget_store();
     let (status, headers, body) = app.search_json("kubernetes", CLIENT).await;
-    locker.execute_batch("ROLLBACK").unwrap();
+    app.unblock_budget_store();
     assert_problem(status, &headers, &body, 503, "budget-unavailable");
     assert_eq!(headers.get("retry-after").unwrap(), "1");
     assert_rate_limit_headers(&headers, false);

@@ -1,4 +1,5 @@
-//! Real helper programs (nginx, chromedriver) as child processes of a test: found on
+//! Real helper programs (nginx, chromedriver, redis-server, the agent-pages binary)
+//! as child processes of a test: found on
 //! the machine or reported missing with the package to install, started on a free
 //! loopback port, awaited until they accept connections, and killed on drop.
 
@@ -108,6 +109,46 @@ impl ChildGuard {
         }
     }
 
+    /// Polls the program's output until a line contains `needle` and returns that
+    /// line. Fails the test with the output if the program exits first or
+    /// [`READY_DEADLINE`] passes.
+    pub fn wait_for_line(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + READY_DEADLINE;
+        loop {
+            let text = std::fs::read_to_string(&self.logs[0]).unwrap_or_default();
+            if let Some(line) = text.lines().find(|l| l.contains(needle)) {
+                return line.to_owned();
+            }
+            if let Some(status) = self.child.try_wait().expect("polling the child") {
+                panic!(
+                    "{} exited with {status} before printing {needle:?}\n{}",
+                    self.name,
+                    self.output()
+                );
+            }
+            if Instant::now() > deadline {
+                let name = self.name.clone();
+                let output = self.stop_and_collect_output();
+                panic!("{name} did not print {needle:?} within {READY_DEADLINE:?}\n{output}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// How many lines of the program's output so far contain `needle`.
+    pub fn count_lines(&self, needle: &str) -> usize {
+        std::fs::read_to_string(&self.logs[0])
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(needle))
+            .count()
+    }
+
+    /// Kills the program (its whole group) and waits for it to be gone.
+    pub fn kill(&mut self) {
+        self.kill_group();
+    }
+
     fn kill_group(&mut self) {
         // The child leads its own group (process_group(0)), so -pid is that group.
         let pid = self.child.id() as libc::pid_t;
@@ -137,5 +178,220 @@ impl ChildGuard {
 impl Drop for ChildGuard {
     fn drop(&mut self) {
         self.kill_group();
+    }
+}
+
+/// A `redis-server` (Debian's package; Valkey works the same) on a free loopback
+/// port, with no persistence (`--save ''`, `--appendonly no`) and its working folder
+/// in a temp dir. It can be stopped and started again on the same port.
+pub struct RedisServer {
+    port: u16,
+    process: Option<ChildGuard>,
+    dir: tempfile::TempDir,
+    starts: usize,
+    tls: Option<TlsFiles>,
+}
+
+/// PEM files of a test certificate authority and a server certificate it signed for
+/// 127.0.0.1 (made with the `openssl` command line tool).
+pub struct TlsFiles {
+    /// The CA certificate: what a client must trust.
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl TlsFiles {
+    /// Makes a CA and a server certificate for `127.0.0.1` in `dir`, valid a day.
+    pub fn make(dir: &Path) -> Self {
+        let openssl = require_program("openssl", "OPENSSL", "openssl");
+        let run = |args: &[&str]| {
+            let output = Command::new(&openssl)
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .expect("running openssl");
+            assert!(
+                output.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        };
+        std::fs::write(
+            dir.join("server.ext"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=agent-pages test CA",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+        ]);
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ]);
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
+        ]);
+        TlsFiles {
+            ca: dir.join("ca.pem"),
+            cert: dir.join("server.pem"),
+            key: dir.join("server.key"),
+        }
+    }
+}
+
+impl RedisServer {
+    /// Starts one and waits until it accepts connections.
+    pub fn start() -> Self {
+        let mut server = RedisServer {
+            port: free_port(),
+            process: None,
+            dir: tempfile::tempdir().unwrap(),
+            starts: 0,
+            tls: None,
+        };
+        server.start_again();
+        server
+    }
+
+    /// Starts one that speaks only TLS, with a certificate for 127.0.0.1 signed by a
+    /// CA of its own ([`RedisServer::tls`]); clients need no certificate.
+    pub fn start_tls() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let tls = TlsFiles::make(dir.path());
+        let mut server = RedisServer {
+            port: free_port(),
+            process: None,
+            dir,
+            starts: 0,
+            tls: Some(tls),
+        };
+        server.start_again();
+        server
+    }
+
+    /// The certificate files of a [`RedisServer::start_tls`] server.
+    pub fn tls(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref()
+    }
+
+    /// The port it listens on (the same after a restart).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:PORT/0` (`rediss://` for a TLS server).
+    pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        format!("{scheme}://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Kills it (SIGKILL: no goodbye to its clients, as in a crash).
+    pub fn stop(&mut self) {
+        if let Some(mut process) = self.process.take() {
+            process.kill();
+        }
+    }
+
+    /// Starts it (again) on the same port, empty, and waits until it accepts
+    /// connections.
+    pub fn start_again(&mut self) {
+        assert!(self.process.is_none(), "redis-server is already running");
+        let binary = require_program("redis-server", "REDIS_SERVER", "redis-server");
+        let mut command = Command::new(binary);
+        match &self.tls {
+            None => {
+                command.args(["--port", &self.port.to_string()]);
+            }
+            Some(tls) => {
+                command
+                    .args(["--port", "0", "--tls-port", &self.port.to_string()])
+                    .arg("--tls-cert-file")
+                    .arg(&tls.cert)
+                    .arg("--tls-key-file")
+                    .arg(&tls.key)
+                    .arg("--tls-ca-cert-file")
+                    .arg(&tls.ca)
+                    .args(["--tls-auth-clients", "no"]);
+            }
+        }
+        command
+            .args(["--bind", "127.0.0.1"])
+            .args(["--save", ""])
+            .args(["--appendonly", "no"])
+            .args(["--daemonize", "no"])
+            .arg("--dir")
+            .arg(self.dir.path());
+        self.starts += 1;
+        let name = format!("redis-server-{}", self.starts);
+        let mut process = ChildGuard::spawn(&name, command, self.dir.path());
+        process.wait_for_port(self.port);
+        self.process = Some(process);
+    }
+
+    /// A plain connection, for reading what the service stored (not for a TLS
+    /// server).
+    pub fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection())
+            .expect("connecting to the test redis-server")
+    }
+
+    /// `GET key` (`None` when the key does not exist).
+    pub fn get(&self, key: &str) -> Option<String> {
+        redis::cmd("GET")
+            .arg(key)
+            .query(&mut self.connection())
+            .expect("GET")
+    }
+
+    /// The server's clock, unix seconds (`TIME`).
+    pub fn time(&self) -> i64 {
+        let (seconds, _micros): (i64, i64) = redis::cmd("TIME")
+            .query(&mut self.connection())
+            .expect("TIME");
+        seconds
     }
 }

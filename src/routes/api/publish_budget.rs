@@ -82,10 +82,8 @@ pub async fn spend(state: &AppState, req: &HttpRequest) -> Result<Spent, ApiErro
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Unavailable(_) => {
-                tracing::warn!(error = %e, "budget store unavailable");
-                ApiError::BudgetUnavailable
-            }
+            // The store logs the incident once (down, and up again), not per request.
+            StoreError::Unavailable(_) => ApiError::BudgetUnavailable,
             other => ApiError::Internal(other.into()),
         }
     }

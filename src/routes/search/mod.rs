@@ -85,10 +85,9 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         .await
     {
         Ok(spent) => spent,
-        Err(StoreError::Unavailable(e)) => {
-            tracing::warn!(error = %e, "budget store unavailable");
-            return Outcome::BudgetUnavailable { display };
-        }
+        // The store logs the incident once (down, and up again); the search event
+        // records this request's outcome.
+        Err(StoreError::Unavailable(_)) => return Outcome::BudgetUnavailable { display },
         Err(e) => {
             tracing::error!(error = %e, "budget transaction failed");
             return Outcome::Failed { display };

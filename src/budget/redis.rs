@@ -1,0 +1,335 @@
+//! The budget counters in Redis (or Valkey), shared by every replica that points at
+//! the same server (`AGENT_PAGES_REDIS_URL`, SPEC §9 "Shared budget store").
+//!
+//! One server-side Lua script ([`SCRIPT`]) does every operation in one atomic step:
+//! it reads all of a budget's window counters, and for a spend increments all of them
+//! only if all are under their limits (both-or-neither across replicas), setting each
+//! key's expiry to the end of its window. Windows are aligned to the Unix epoch with
+//! the Redis server's own clock (`TIME` inside the script), so replicas whose clocks
+//! drift still agree on where a window starts.
+//!
+//! Keys: every key of one call carries the same hash tag, the first 16 hex chars of
+//! the client's first bucket key, so a call never spans Redis Cluster slots:
+//! `agent-pages:{<16 hex>}:<bucket key hex>`. The value is `"<window start>:<count>"`;
+//! a value of an ended window counts as 0 and is overwritten on the next write, and
+//! an untouched key expires at its window's end, so nothing needs sweeping.
+//!
+//! A call never waits long: the client retries a connection once after 5–10 ms,
+//! with 2 × the call deadline as its own connect and response timeouts, and every
+//! call is cut off at the call deadline ([`DEFAULT_CALL_TIMEOUT`], or
+//! `AGENT_PAGES_REDIS_TIMEOUT_MS`) with [`StoreError::Unavailable`]. The connection
+//! is made lazily on the first call and remade by the client after a failure, so
+//! the service starts while Redis is down and recovers by itself.
+//!
+//! `rediss://` connects over TLS (rustls with ring), verifying the server against
+//! the system's root certificates, or those in `SSL_CERT_FILE` / `SSL_CERT_DIR`.
+
+use std::time::Duration;
+
+use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use ::redis::{ErrorKind, RedisError, Script};
+
+use super::store::StoreError;
+use super::{BucketKeys, Budget, Decision};
+
+/// How long one Redis call may take before the request is answered without it.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// The pause before the client's single connection retry.
+const RETRY_DELAY: Duration = Duration::from_millis(5);
+
+/// The one script behind spend, peek and record.
+///
+/// `KEYS`: one per window, in the budget's order. `ARGV[1]`: `spend`, `peek` or
+/// `record`. `ARGV[2]`: the caller's unix seconds, or empty to use the server's
+/// `TIME`. Then per window `i` (1-based): `ARGV[1 + 2i]` its length in seconds and
+/// `ARGV[2 + 2i]` its limit.
+///
+/// Returns `{now, refused, count_1, …, count_n}`: the unix seconds the windows were
+/// aligned with, the 1-based number of the first full window when a spend was
+/// refused (0 otherwise), and each window's count after the operation.
+pub const SCRIPT: &str = r#"
+local mode = ARGV[1]
+local now = tonumber(ARGV[2])
+if not now then
+  now = tonumber(redis.call('TIME')[1])
+end
+local n = #KEYS
+local starts, counts, lefts = {}, {}, {}
+local refused = 0
+for i = 1, n do
+  local seconds = tonumber(ARGV[1 + 2 * i])
+  local limit = tonumber(ARGV[2 + 2 * i])
+  local start = now - (now % seconds)
+  local count = 0
+  local value = redis.call('GET', KEYS[i])
+  if value then
+    local s, c = string.match(value, '^(-?%d+):(%d+)$')
+    if s and tonumber(s) == start then
+      count = tonumber(c)
+    end
+  end
+  starts[i] = start
+  counts[i] = count
+  lefts[i] = start + seconds - now
+  if mode == 'spend' and refused == 0 and count >= limit then
+    refused = i
+  end
+end
+if mode ~= 'peek' and refused == 0 then
+  for i = 1, n do
+    counts[i] = counts[i] + 1
+    redis.call('SET', KEYS[i], string.format('%d:%d', starts[i], counts[i]), 'EX', lefts[i])
+  end
+end
+local out = {now, refused}
+for i = 1, n do
+  out[2 + i] = counts[i]
+end
+return out
+"#;
+
+/// Where and how to reach the shared store.
+#[derive(Clone)]
+pub struct RedisSettings {
+    /// `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS
+    /// (verified against the system's root certificates; `SSL_CERT_FILE` names
+    /// others). Valkey accepts the same. Holds the password, so it is never logged.
+    pub url: String,
+    /// The deadline of one call (connection included); past it the caller gets
+    /// [`StoreError::Unavailable`].
+    pub call_timeout: Duration,
+    /// `true` (the service): windows are aligned with the Redis server's clock.
+    /// `false`: with the `now` each caller passes (tests with a manual clock).
+    pub server_clock: bool,
+}
+
+impl std::fmt::Debug for RedisSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisSettings")
+            .field("url", &"<redacted>")
+            .field("call_timeout", &self.call_timeout)
+            .field("server_clock", &self.server_clock)
+            .finish()
+    }
+}
+
+impl RedisSettings {
+    /// Settings for `url` with the default deadline and the server's clock.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+            server_clock: true,
+        }
+    }
+
+    /// Checks that `url` is one this build can connect to (no I/O). Errors: the
+    /// reason, without the URL (it may hold a password).
+    pub fn check_url(url: &str) -> Result<(), String> {
+        let scheme = url.split("://").next().unwrap_or("");
+        if !matches!(scheme, "redis" | "rediss" | "valkey" | "valkeys") {
+            return Err(
+                "must start with redis:// or rediss:// (TLS), e.g. redis://host:6379/0".into(),
+            );
+        }
+        ::redis::Client::open(url)
+            .map(drop)
+            .map_err(|e| format!("not a Redis URL ({})", e.detail().unwrap_or("invalid")))
+    }
+
+    /// Where the server is, without credentials: `host:port/db`, for logs.
+    pub fn describe(&self) -> String {
+        match ::redis::Client::open(self.url.as_str()) {
+            Ok(client) => format!(
+                "{}/{}",
+                client.get_connection_info().addr(),
+                client.get_connection_info().redis_settings().db()
+            ),
+            Err(_) => "<invalid>".into(),
+        }
+    }
+}
+
+/// The handle on the Redis counters; cheap to clone.
+#[derive(Clone)]
+pub struct RedisCounters {
+    connection: ConnectionManager,
+    script: Script,
+    call_timeout: Duration,
+    server_clock: bool,
+}
+
+/// What one run of the script answered.
+struct Answer {
+    now: i64,
+    /// 0-based index of the refusing window.
+    refused: Option<usize>,
+    counts: Vec<i64>,
+}
+
+impl RedisCounters {
+    /// A handle that connects on its first call (no I/O here, so the service starts
+    /// while Redis is down). Call inside a Tokio runtime.
+    ///
+    /// Errors: `settings.url` is not a usable Redis URL.
+    pub fn connect_lazily(settings: &RedisSettings) -> Result<Self, RedisError> {
+        let client = ::redis::Client::open(settings.url.as_str())?;
+        let inner = settings.call_timeout * 2;
+        let config = ConnectionManagerConfig::new()
+            .set_number_of_retries(1)
+            // Reconnecting while Redis is down: one more try soon after the first, so
+            // the connection a waiting call shares fails (or succeeds) well inside
+            // its deadline.
+            .set_min_delay(RETRY_DELAY)
+            .set_max_delay(RETRY_DELAY * 2)
+            .set_connection_timeout(Some(inner))
+            .set_response_timeout(Some(inner));
+        Ok(Self {
+            connection: ConnectionManager::new_lazy_with_config(client, config)?,
+            script: Script::new(SCRIPT),
+            call_timeout: settings.call_timeout,
+            server_clock: settings.server_clock,
+        })
+    }
+
+    /// Counts one request in every window of `budget` for `keys` if all are under
+    /// their limits, else nothing. `now` is used only without the server clock.
+    pub async fn spend(
+        &self,
+        budget: &Budget,
+        keys: &BucketKeys,
+        now: i64,
+    ) -> Result<Decision, StoreError> {
+        let answer = self.run("spend", budget, keys, now).await?;
+        let mut counts: Vec<Option<i64>> = answer.counts.into_iter().map(Some).collect();
+        if let Some(i) = answer.refused {
+            counts.truncate(i);
+            counts.push(None);
+        }
+        Ok(budget.decide(&counts, answer.now))
+    }
+
+    /// The counts of `keys` in their current windows, unchanged.
+    pub async fn peek(
+        &self,
+        budget: &Budget,
+        keys: &BucketKeys,
+        now: i64,
+    ) -> Result<Vec<i64>, StoreError> {
+        Ok(self.run("peek", budget, keys, now).await?.counts)
+    }
+
+    /// Counts one event in every window of `keys` whatever the limits; the new counts.
+    pub async fn record(
+        &self,
+        budget: &Budget,
+        keys: &BucketKeys,
+        now: i64,
+    ) -> Result<Vec<i64>, StoreError> {
+        Ok(self.run("record", budget, keys, now).await?.counts)
+    }
+
+    async fn run(
+        &self,
+        mode: &str,
+        budget: &Budget,
+        keys: &BucketKeys,
+        now: i64,
+    ) -> Result<Answer, StoreError> {
+        let mut invocation = self.script.prepare_invoke();
+        for key in &keys.0 {
+            invocation.key(key_name(&keys.0[0], key));
+        }
+        invocation.arg(mode);
+        if self.server_clock {
+            invocation.arg("");
+        } else {
+            invocation.arg(now);
+        }
+        for window in &budget.windows {
+            invocation.arg(window.seconds).arg(window.limit);
+        }
+        let mut connection = self.connection.clone();
+        let reply: Vec<i64> =
+            tokio::time::timeout(self.call_timeout, invocation.invoke_async(&mut connection))
+                .await
+                .map_err(|_| {
+                    StoreError::Unavailable(format!(
+                        "Redis did not answer within {} ms",
+                        self.call_timeout.as_millis()
+                    ))
+                })?
+                .map_err(classify)?;
+        let n = budget.windows.len();
+        if reply.len() != n + 2 || reply[1] < 0 || reply[1] as usize > n {
+            return Err(StoreError::Redis(format!(
+                "the budget script answered {} values for {n} windows",
+                reply.len()
+            )));
+        }
+        Ok(Answer {
+            now: reply[0],
+            refused: (reply[1] > 0).then(|| reply[1] as usize - 1),
+            counts: reply[2..].to_vec(),
+        })
+    }
+}
+
+/// The Redis key of bucket `key` of a client whose first bucket key is `first`: all
+/// of a call's keys share `first`'s hash tag (one Cluster slot).
+pub fn key_name(first: &str, key: &str) -> String {
+    format!("agent-pages:{{{}}}:{key}", &first[..16.min(first.len())])
+}
+
+/// A failure of the server or the connection is unavailability (503); an answer
+/// this code cannot read is a bug (500).
+fn classify(e: RedisError) -> StoreError {
+    match e.kind() {
+        ErrorKind::Parse | ErrorKind::UnexpectedReturnType => StoreError::Redis(e.to_string()),
+        _ => StoreError::Unavailable(format!("Redis: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_of_one_call_share_the_first_keys_hash_tag() {
+        let first = "a19a06b13e1036d34d55b64373806541b150e2cfec384dbb60fa4ad4c780617d";
+        let second = "803d4bc0b70d3a7318bd39459caee98a50472df86db252de5c96fa4651c9bb5d";
+        assert_eq!(
+            key_name(first, first),
+            format!("agent-pages:{{a19a06b13e1036d3}}:{first}")
+        );
+        assert_eq!(
+            key_name(first, second),
+            format!("agent-pages:{{a19a06b13e1036d3}}:{second}")
+        );
+    }
+
+    #[test]
+    fn only_redis_urls_are_accepted_and_the_reason_never_repeats_the_url() {
+        assert!(RedisSettings::check_url("redis://127.0.0.1:6379/0").is_ok());
+        assert!(RedisSettings::check_url("redis://:s3cret@cache:6379").is_ok());
+        assert!(RedisSettings::check_url("valkey://cache").is_ok());
+        assert!(RedisSettings::check_url("rediss://:s3cret@cache:6380/0").is_ok());
+        for bad in [
+            "http://:s3cret@cache",
+            "redis+unix:///run/redis.sock",
+            "s3cret",
+            "redis://:s3cret@cache:6379/notanumber",
+        ] {
+            let reason = RedisSettings::check_url(bad).unwrap_err();
+            assert!(!reason.contains("s3cret"), "{bad}: {reason}");
+        }
+    }
+
+    #[test]
+    fn settings_never_show_the_url() {
+        let s = RedisSettings::new("redis://:s3cret@cache:6379/2");
+        assert!(!format!("{s:?}").contains("s3cret"));
+        assert_eq!(s.describe(), "cache:6379/2");
+    }
+}
