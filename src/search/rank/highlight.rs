@@ -29,10 +29,11 @@ use std::ops::Range;
 use rapidfuzz::distance::osa;
 use unicode_normalization::char::is_combining_mark;
 
+use super::compound::PartPositions;
 use super::fold::fold;
 use super::gather;
 use super::index::RankIndex;
-use super::lookup::{lookup, prefix_match, QueryWord};
+use super::lookup::{lookup, prefix_match, QueryWord, WordHit};
 use super::query_words;
 use crate::search::normalize::normalize;
 
@@ -76,39 +77,13 @@ pub fn highlight(title: &str, query: &str) -> Vec<Range<usize>> {
     );
     let matches = gather::match_words(&index, &words);
 
-    // Which rule gave the last (prefix) query word's hits their quality: the
-    // lookup keeps the better of whole-word and prefix, so compare with a
-    // whole-word-only lookup of the same word.
-    let last = words.len() - 1;
-    let prefix_word = &words[last];
-    let mut whole_hits = Vec::new();
-    lookup(
-        &index.lexicon,
-        &QueryWord {
-            chars: prefix_word.chars.clone(),
-            prefix: false,
-        },
-        &mut whole_hits,
-    );
-    let comparator = osa::BatchComparator::new(prefix_word.chars.iter().copied());
-
     let mut marks = vec![Mark::None; pieces.len()];
-    for (i, hits) in matches.hits.iter().enumerate() {
-        for hit in hits {
-            let head = if i == last && prefix_word.prefix {
-                let whole = whole_hits.iter().find(|w| w.word == hit.word);
-                if whole.is_some_and(|w| w.quality >= hit.quality) {
-                    None
-                } else {
-                    let word = index.lexicon.word(hit.word);
-                    (word.len() > prefix_word.chars.len())
-                        .then(|| prefix_match(&comparator, &prefix_word.chars, word))
-                        .flatten()
-                        .map(|(_, head)| head)
-                }
-            } else {
-                None
-            };
+    let m = matches.m;
+    // Plain words and splits: every piece holding a word the column matched.
+    for column in matches.columns[..m + m.saturating_sub(1)].iter() {
+        let heads = HeadRule::new(&index, &column.word);
+        for hit in &column.hits {
+            let head = heads.head(&index, hit);
             for &p in index.postings(hit.word) {
                 let single = index.words(p).len() == 1;
                 let mark = &mut marks[p as usize];
@@ -118,6 +93,25 @@ pub fn highlight(title: &str, query: &str) -> Vec<Range<usize>> {
                     _ => Mark::Whole,
                 };
             }
+        }
+    }
+    // Joins: both pieces of every pair the ranking would count.
+    if !matches.joins.is_empty() {
+        let mut flat_words = Vec::new();
+        let mut piece_of = Vec::new();
+        for p in 0..pieces.len() as u32 {
+            for &w in index.words(p) {
+                flat_words.push(w);
+                piece_of.push(p as usize);
+            }
+        }
+        let mut parts = PartPositions::default();
+        for join in &matches.joins {
+            matches.find_parts(&flat_words, join, &mut parts);
+            parts.best_pairs(join.head_len, join.tail_len, |head, tail, _| {
+                marks[piece_of[head as usize]] = Mark::Whole;
+                marks[piece_of[tail as usize]] = Mark::Whole;
+            });
         }
     }
 
@@ -137,6 +131,51 @@ pub fn highlight(title: &str, query: &str) -> Vec<Range<usize>> {
         }
     }
     out
+}
+
+/// Which head of a word a prefix column's hit highlights.
+struct HeadRule {
+    word: QueryWord,
+    /// The same word looked up by the whole-word rule only.
+    whole_hits: Vec<WordHit>,
+    comparator: osa::BatchComparator<char>,
+}
+
+impl HeadRule {
+    fn new(index: &RankIndex, word: &QueryWord) -> Self {
+        let mut whole_hits = Vec::new();
+        if word.prefix {
+            let whole = QueryWord {
+                chars: word.chars.clone(),
+                prefix: false,
+            };
+            lookup(&index.lexicon, &whole, &mut whole_hits);
+        }
+        HeadRule {
+            word: word.clone(),
+            whole_hits,
+            comparator: osa::BatchComparator::new(word.chars.iter().copied()),
+        }
+    }
+
+    /// The number of folded chars to highlight when the prefix rule gave `hit`
+    /// its match (its quality beat the whole-word rule's, if that matched too);
+    /// `None` for a whole-word match. The lookup keeps the better of the two
+    /// rules, so this compares with a whole-word-only lookup of the same word.
+    fn head(&self, index: &RankIndex, hit: &WordHit) -> Option<usize> {
+        if !self.word.prefix {
+            return None;
+        }
+        let whole = self.whole_hits.iter().find(|w| w.word == hit.word);
+        if whole.is_some_and(|w| w.quality >= hit.quality) {
+            return None;
+        }
+        let word = index.lexicon.word(hit.word);
+        (word.len() > self.word.chars.len())
+            .then(|| prefix_match(&self.comparator, &self.word.chars, word))
+            .flatten()
+            .map(|(_, head)| head)
+    }
 }
 
 /// How a piece is highlighted.

@@ -235,6 +235,11 @@ impl RankIndex {
         self.titles.is_empty()
     }
 
+    /// Number of titles that count for word rarity (all of them, for now).
+    pub(super) fn live_len(&self) -> usize {
+        self.titles.len()
+    }
+
     /// Titles (indexes into `titles`) that contain lexicon word `w`.
     pub(super) fn postings(&self, w: u32) -> &[u32] {
         let w = w as usize;
