@@ -30,6 +30,15 @@ pub(super) const JOIN_ADJACENT: f32 = 0.95;
 /// generator`): the words are there but may mean something else.
 pub(super) const JOIN_APART: f32 = 0.7;
 
+/// A split's quality relative to the same words written apart: a title that
+/// has the query's words as typed ranks first.
+pub(super) const SPLIT: f32 = 0.97;
+
+/// Extra quality lost per edit in a split, relative to the joined length: the
+/// lookup charges an edit over the joined word's length, but the typo sits in
+/// one of the shorter query words, where it costs more.
+pub(super) const SPLIT_EXTRA_TYPO_COST: f32 = 1.0;
+
 /// The lexicon words that two adjacent query words, `first` and `second`, match
 /// when joined into one. A hit whose edits reach the length of the shorter part
 /// is left out: it would be the longer part alone under a typo (`a json` →
@@ -40,9 +49,13 @@ pub(super) fn split_hits(lexicon: &Lexicon, first: &QueryWord, second: &QueryWor
         prefix: second.prefix,
     };
     let shorter = first.chars.len().min(second.chars.len());
+    let len = joined.chars.len() as f32;
     let mut hits = Vec::new();
     lookup(lexicon, &joined, &mut hits);
     hits.retain(|h| usize::from(h.edits) < shorter);
+    for h in &mut hits {
+        h.quality = (h.quality - SPLIT_EXTRA_TYPO_COST * f32::from(h.edits) / len) * SPLIT;
+    }
     hits
 }
 
