@@ -80,14 +80,16 @@ pub(super) fn max_raw(weights: &[f32]) -> f32 {
 }
 
 /// Upper bound of the raw score of a title, from what the first pass knows:
-/// the weighted best quality per query word (`quality_sum`), how many matched,
-/// and the title's length. The exact score differs only in proximity, which is
-/// at most [`ADJACENT`] per pair of matched words (a split's built-in credit is
-/// one of those).
+/// the weighted best quality per query word (`quality_sum`), which query words
+/// matched (`matched`, bit `i` for query word `i`), and the title's length. The
+/// exact score differs only in proximity, which is at most [`ADJACENT`] per
+/// pair of consecutive query words that both matched (a split's built-in credit
+/// is one of those; a query word without a match breaks the chain).
 pub(super) fn upper_bound(quality_sum: f32, matched: u32, title_words: u32) -> f32 {
+    let pairs = (matched & (matched >> 1)).count_ones();
     MATCH_WEIGHT * quality_sum
-        + ADJACENT * matched.saturating_sub(1) as f32
-        + coverage(title_words, matched)
+        + ADJACENT * pairs as f32
+        + coverage(title_words, matched.count_ones())
 }
 
 /// Proximity credit for a query word at title position `next` after the

@@ -58,11 +58,7 @@ pub(super) fn top_rows(
         .iter()
         .map(|&t| {
             let tally = candidates.tallies[t as usize];
-            let bound = score::upper_bound(
-                tally.quality_sum,
-                tally.matched.count_ones(),
-                index.title_len(t),
-            );
+            let bound = score::upper_bound(tally.quality_sum, tally.matched, index.title_len(t));
             (bound, t)
         })
         .collect();
