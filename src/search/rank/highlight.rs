@@ -412,6 +412,44 @@ mod tests {
     }
 
     #[test]
+    fn a_joined_query_word_highlights_both_title_words() {
+        assert_eq!(
+            marked("Debian's arcade games", "arcadegames"),
+            ["arcade", "games"]
+        );
+        assert_eq!(
+            marked(
+                "process pool implementation for OCaml",
+                "processpool implementation"
+            ),
+            ["process", "pool", "implementation"]
+        );
+        // Apart, both still marked; one part alone marks nothing.
+        assert_eq!(
+            marked("TypeScript type predicate generator", "typegenerator"),
+            ["type", "generator"]
+        );
+        assert!(marked("arcade machines", "arcadegames").is_empty());
+    }
+
+    #[test]
+    fn a_split_query_highlights_the_one_title_word() {
+        assert_eq!(
+            marked("A jsonlint plugin for Gulp", "a json lint plugin"),
+            ["A", "jsonlint", "plugin"]
+        );
+        assert_eq!(
+            marked(
+                "A CodeMirror mode for the Elixir language",
+                "a code mirror mode"
+            ),
+            ["A", "CodeMirror", "mode"]
+        );
+        // The last query word may be unfinished: only the typed head is marked.
+        assert_eq!(marked("Framework for apps", "frame wo"), ["Framewo"]);
+    }
+
+    #[test]
     fn a_word_matching_nothing_is_not_highlighted() {
         let title = "Kubernetes deployment guide";
         assert_eq!(marked(title, "kubernetes cooking"), ["Kubernetes"]);
@@ -539,11 +577,22 @@ mod tests {
                 typo.remove(next() % typo.len());
             }
             let typo: String = typo.into_iter().collect();
+            // Two words joined (a join), and a word cut in two (a split).
+            let match_copy = normalize(&title);
+            let joined = match_copy.replacen(' ', "", 1 + next() % 2);
+            let cut = match_copy
+                .char_indices()
+                .nth(2 + next() % 4)
+                .map_or(match_copy.clone(), |(at, _)| {
+                    format!("{} {}", &match_copy[..at], &match_copy[at..])
+                });
             for query in [
                 title.clone(),
                 format!("{other} {title}"),
                 other.to_owned(),
                 typo,
+                joined,
+                cut,
             ] {
                 let query = normalize(&query);
                 let ranges = highlight(&title, &query);
