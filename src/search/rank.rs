@@ -9,20 +9,26 @@
 //!    length (`lookup`): OSA distance (a swap of two adjacent letters is one edit)
 //!    within a budget that grows with word length (0 edits up to 2 chars, 1 up to 5,
 //!    2 beyond); the last query word also matches words it is a prefix of (with
-//!    a smaller budget).
+//!    a smaller budget). Words written together on one side and apart on the
+//!    other match too (`compound`): two adjacent query words joined are looked up
+//!    as one word (`frame work` → `framework`), and a query word is cut where both
+//!    parts are corpus words (`arcadegames` → `arcade` + `games`).
 //! 3. Titles are gathered from the postings of the matched words; a first pass
-//!    records which query words each title matches and their best qualities, which
-//!    bounds the title's final score from above.
-//! 4. Titles are scored exactly in order of that bound (`score`: matched words
-//!    and their similarity, then word proximity and order, then how much of the title
-//!    the query covers) until no remaining bound can enter the top `limit`.
+//!    records which query words each title matches and their best qualities, and
+//!    weighs each query word by how many titles it matched (common words such as
+//!    `for` count less), which bounds the title's final score from above.
+//! 4. Titles are scored exactly in order of that bound (`score`: matched words,
+//!    their rarity and similarity, then word proximity and order, then how much of
+//!    the title the query covers) until no remaining bound can enter the top
+//!    `limit`.
 //!
 //! Rank order (deterministic): higher score, then fewer title words, then lower
 //! page id.
 //!
 //! Module map: `fold` (accent folding), `index` (the per-corpus index),
-//! `lookup` (query word → lexicon words), `gather` (steps 2–3), `score` (one
-//! title's score), `select` (step 4, the top rows).
+//! `lookup` (query word → lexicon words), `compound` (splits and joins),
+//! `gather` (steps 2–3), `score` (one title's score), `select` (step 4, the top
+//! rows), `highlight` (which parts of a shown title matched).
 
 mod compound;
 mod fold;
@@ -88,7 +94,13 @@ const MAX_QUERY_WORDS: usize = 32;
 /// (OSA edits: 0 for words of 1–2 chars, 1 for 3–5, 2 for longer), or, for the
 /// last query word (2 chars or more, possibly unfinished), a longer word whose
 /// beginning is within the prefix budget (0 edits up to 4 chars, 1 for 5–8, 2 for
-/// longer). `total` counts matching titles; titles that match nothing never appear.
+/// longer). Two adjacent query words also match one title word as if typed
+/// together (same budgets for the joined length, with fewer edits than the
+/// shorter of the two has chars), and one query word of 4+ chars also matches
+/// two title words (anywhere in the title, best side by side) when it is their
+/// concatenation exactly (the second part may be a head of a longer word for
+/// the last query word). `total` counts matching titles; titles that match
+/// nothing never appear.
 ///
 /// Rows come in rank order: higher score, then fewer title words, then lower page
 /// id. The score is the title's raw score (see `score`) over the best raw score
