@@ -35,6 +35,7 @@ mod fold;
 mod gather;
 mod highlight;
 mod index;
+mod lexicon;
 mod lookup;
 mod score;
 mod select;

@@ -14,7 +14,7 @@
 //! Both are looked up exactly like plain words (`lookup`), so the highlighter,
 //! which reuses the lookup, marks exactly what the ranking counted.
 
-use super::index::Lexicon;
+use super::lexicon::Lexicon;
 use super::lookup::{lookup, prefix_quality, QueryWord, WordHit, MIN_PREFIX_LEN};
 
 /// Parts of a join are at least this many chars (a one-letter head would read

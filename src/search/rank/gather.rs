@@ -171,7 +171,7 @@ pub(super) struct Candidates {
 /// rarer part. A query word's weight comes from how many titles it matched.
 pub(super) fn first_pass(index: &RankIndex, matches: &WordMatches) -> Candidates {
     let m = matches.m;
-    let mut best = vec![0.0f32; index.len()];
+    let mut best = vec![0.0f32; index.slot_count()];
     let mut parts = PartPositions::default();
     let mut per_word: Vec<Vec<(u32, f32)>> = Vec::with_capacity(m);
     for i in 0..m {
@@ -231,7 +231,7 @@ pub(super) fn first_pass(index: &RankIndex, matches: &WordMatches) -> Candidates
     let live = index.live_len();
     let weights: Vec<f32> = per_word.iter().map(|e| weight(e.len(), live)).collect();
     drop(best);
-    let mut tallies = vec![Tally::default(); index.len()];
+    let mut tallies = vec![Tally::default(); index.slot_count()];
     let mut touched = Vec::new();
     for (i, entries) in per_word.iter().enumerate() {
         let bit = 1u32 << i;

@@ -8,7 +8,7 @@
 
 use rapidfuzz::distance::osa;
 
-use super::index::{char_mask, Lexicon, HEAD_CHARS};
+use super::lexicon::{char_mask, Lexicon, HEAD_CHARS};
 
 /// Edits allowed for a query word of `len` chars: none up to 2 chars (a one-edit
 /// neighbourhood of `to` is half the dictionary), one up to 5, two beyond.
@@ -115,44 +115,57 @@ pub(super) fn lookup(lexicon: &Lexicon, query: &QueryWord, out: &mut Vec<WordHit
     let q_mask = char_mask(q);
     let lacks_at_most = |mask: u64, k: usize| at_most_bits(q_mask & !mask, k);
     let longest = if prefix { usize::MAX } else { len + budget };
-    for id in lexicon.ids_with_len(len - budget, longest) {
-        let word = lexicon.word(id);
-        let mut best: Option<(f32, usize)> = None;
-        if word.len() <= len + budget && lacks_at_most(lexicon.masks[id as usize], budget) {
-            if let Some(d) = comparator.distance_with_args(word.iter().copied(), &args) {
-                best = Some((full_quality(d, len), d));
-            }
-        }
-        if prefix && word.len() > len {
-            // The signature of the longest head tried must lack at most
-            // `prefix_budget` of the query's chars; a precomputed head signature
-            // is tried first.
-            let plausible = prefix_budget == 0 || {
-                let head_max = longest_head(len, prefix_budget, word.len());
-                if head_max <= HEAD_CHARS {
-                    lacks_at_most(lexicon.head_masks[id as usize], prefix_budget)
-                        && (head_max == HEAD_CHARS.min(word.len())
-                            || lacks_at_most(char_mask(&word[..head_max]), prefix_budget))
-                } else {
-                    lacks_at_most(char_mask(&word[..head_max]), prefix_budget)
-                }
-            };
-            let edits = plausible
-                .then(|| prefix_match(&comparator, q, word))
-                .flatten();
-            if let Some((d, _)) = edits {
-                let p = prefix_quality(d, len, word.len());
-                if best.is_none_or(|(b, _)| p > b) {
-                    best = Some((p, d));
+    for (word_len, bucket) in lexicon.buckets(len - budget, longest) {
+        let whole = word_len <= len + budget;
+        let as_prefix = prefix && word_len > len;
+        let head_max = if as_prefix {
+            longest_head(len, prefix_budget, word_len)
+        } else {
+            0
+        };
+        for (k, &id) in bucket.ids.iter().enumerate() {
+            let mut best: Option<(f32, usize)> = None;
+            if whole && lacks_at_most(bucket.masks[k], budget) {
+                let word = bucket.word(k, word_len);
+                if let Some(d) = comparator.distance_with_args(word.iter().copied(), &args) {
+                    best = Some((full_quality(d, len), d));
                 }
             }
-        }
-        if let Some((quality, edits)) = best {
-            out.push(WordHit {
-                word: id,
-                quality,
-                edits: edits as u8,
-            });
+            if as_prefix {
+                // The signature of the longest head tried must lack at most
+                // `prefix_budget` of the query's chars; the precomputed head
+                // signature is tried first.
+                let plausible = prefix_budget == 0
+                    || if head_max <= HEAD_CHARS {
+                        lacks_at_most(bucket.head_masks[k], prefix_budget)
+                            && (head_max == HEAD_CHARS.min(word_len)
+                                || lacks_at_most(
+                                    char_mask(&bucket.word(k, word_len)[..head_max]),
+                                    prefix_budget,
+                                ))
+                    } else {
+                        lacks_at_most(
+                            char_mask(&bucket.word(k, word_len)[..head_max]),
+                            prefix_budget,
+                        )
+                    };
+                let edits = plausible
+                    .then(|| prefix_match(&comparator, q, bucket.word(k, word_len)))
+                    .flatten();
+                if let Some((d, _)) = edits {
+                    let p = prefix_quality(d, len, word_len);
+                    if best.is_none_or(|(b, _)| p > b) {
+                        best = Some((p, d));
+                    }
+                }
+            }
+            if let Some((quality, edits)) = best {
+                out.push(WordHit {
+                    word: id,
+                    quality,
+                    edits: edits as u8,
+                });
+            }
         }
     }
 }

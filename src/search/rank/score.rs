@@ -84,13 +84,21 @@ pub(super) fn max_raw(weights: &[f32]) -> f32 {
 /// matched (`matched`, bit `i` for query word `i`), and the title's length. The
 /// exact score differs only in proximity, which is at most [`ADJACENT`] per
 /// pair of consecutive query words that both matched (a split's built-in credit
-/// is one of those; a query word without a match breaks the chain).
+/// is one of those; a query word without a match breaks the chain). Plus
+/// [`BOUND_SLACK`], since the exact score adds the same terms in another order.
 pub(super) fn upper_bound(quality_sum: f32, matched: u32, title_words: u32) -> f32 {
     let pairs = (matched & (matched >> 1)).count_ones();
     MATCH_WEIGHT * quality_sum
         + ADJACENT * pairs as f32
         + coverage(title_words, matched.count_ones())
+        + BOUND_SLACK
 }
+
+/// Margin for float rounding between a bound and the exact score it bounds
+/// (sums of at most 32 terms below 2 each differ by far less): without it, a
+/// title whose exact score ties the last row's could be skipped or not
+/// depending on the order titles are visited in.
+const BOUND_SLACK: f32 = 1e-4;
 
 /// Proximity credit for a query word at title position `next` after the
 /// previous query word at `prev`.

@@ -167,7 +167,7 @@ impl TitleScorer<'_> {
             + score::coverage(self.index.title_len(t), matched);
         Ranked {
             raw,
-            title_words: title.words_len,
+            title_words: title.words.len() as u32,
             page_id: title.page_id,
         }
     }
