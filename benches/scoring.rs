@@ -10,15 +10,18 @@
 //!
 //! * The corpus defaults to `../shared/data/npm-pages.jsonl` beside the crate root
 //!   (100,000 npm package descriptions); when it is missing the bench says so and
-//!   measures nothing. Titles are loaded as the service loads candidates
-//!   (trimmed, 1–200 chars).
+//!   uses a synthetic corpus of 100,000 titles instead (pseudo-words with a
+//!   skewed frequency, 2–12 a title). Titles are loaded as the service loads
+//!   candidates (trimmed, 1–200 chars).
 //! * Query sets (`{"q", ...}` a line) default to `../shared/bench/relevance-npm.jsonl`
 //!   and `../shared/bench/hard-npm.jsonl`; missing ones are skipped. For each set
 //!   the bench first prints the distribution over its queries (median, p99, max)
 //!   of one query's time, for `rank` (median of 5 runs per query) and the indel
 //!   scan (one run per query), both in wall-clock and in thread CPU time (the
 //!   latter is not inflated when other processes share the cores). Criterion then
-//!   times a few fixed queries and the index build.
+//!   times a few fixed queries, the index build, applying one changed page to the
+//!   built index (`RankIndex::upsert` of a new title, `remove` + `upsert` of a
+//!   page) and cloning the index (the price of copy-on-write under an `Arc`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -83,6 +86,43 @@ fn load_titles(path: &Path) -> Option<Vec<(i64, String)>> {
         })
         .collect();
     Some(titles)
+}
+
+/// `n` titles of 2–12 pseudo-words drawn from 30,000 with a skewed (roughly
+/// Zipf) frequency, deterministic.
+fn synthetic_titles(n: usize) -> Vec<(i64, String)> {
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as usize
+    };
+    const SYLLABLES: &[&str] = &[
+        "ba", "ko", "ri", "ta", "ne", "lo", "mu", "sa", "pe", "di", "gu", "fa", "zo", "xi", "che",
+        "tra", "pro", "ser", "vin", "lex",
+    ];
+    let vocabulary: Vec<String> = (0..30_000)
+        .map(|_| {
+            (0..1 + next() % 4)
+                .map(|_| SYLLABLES[next() % SYLLABLES.len()])
+                .collect()
+        })
+        .collect();
+    (1..=n as i64)
+        .map(|id| {
+            let words = 2 + next() % 11;
+            let title = (0..words)
+                .map(|_| {
+                    // The square of a uniform draw favours low indexes.
+                    let u = (next() % 10_000) as f64 / 10_000.0;
+                    vocabulary[(u * u * vocabulary.len() as f64) as usize].as_str()
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            (id, title)
+        })
+        .collect()
 }
 
 fn load_queries(path: &Path) -> Option<Vec<String>> {
@@ -158,12 +198,15 @@ fn distribution(
 
 fn scoring(c: &mut Criterion) {
     let path = corpus_path();
-    let Some(titles) = load_titles(&path) else {
-        eprintln!(
-            "scoring bench skipped: no corpus at {} (set AGENT_PAGES_BENCH_CORPUS)",
-            path.display()
-        );
-        return;
+    let (titles, source) = match load_titles(&path) {
+        Some(titles) => (titles, path.display().to_string()),
+        None => {
+            eprintln!(
+                "no corpus at {} (set AGENT_PAGES_BENCH_CORPUS): using a synthetic one",
+                path.display()
+            );
+            (synthetic_titles(100_000), "a synthetic corpus".to_owned())
+        }
     };
     let index = RankIndex::build(titles.iter().map(|(id, t)| (*id, t.as_str())));
     let normalized: Vec<(i64, Vec<char>)> = titles
@@ -171,9 +214,8 @@ fn scoring(c: &mut Criterion) {
         .map(|(id, t)| (*id, normalize(t).chars().collect()))
         .collect();
     eprintln!(
-        "scoring bench: {} titles from {}; index heap ~{:.1} MB",
+        "scoring bench: {} titles from {source}; index heap ~{:.1} MB",
         titles.len(),
-        path.display(),
         index.heap_bytes() as f64 / 1e6
     );
     for queries_path in query_paths() {
@@ -209,6 +251,47 @@ fn scoring(c: &mut Criterion) {
     group.bench_function(format!("rank_index_{}_titles", titles.len()), |b| {
         b.iter(|| RankIndex::build(titles.iter().map(|(id, t)| (*id, t.as_str()))))
     });
+    group.finish();
+
+    apply_one_page(c, &titles);
+}
+
+/// Applying one changed page to an index of the whole corpus: the cost a page
+/// write adds when the snapshot is updated in place instead of rebuilt.
+fn apply_one_page(c: &mut Criterion, titles: &[(i64, String)]) {
+    let mut index = RankIndex::build(titles.iter().map(|(id, t)| (*id, t.as_str())));
+    let mut group = c.benchmark_group(format!("apply_one_page_{}_titles", titles.len()));
+    group.sample_size(50);
+    // Each iteration changes the next page's title (its first word dropped and
+    // a new word added) and the following iteration on that page puts it back,
+    // so the index stays the same size while every change is a real one.
+    let mut turn = 0usize;
+    group.bench_function("upsert_changed_title", |b| {
+        b.iter(|| {
+            let (id, title) = &titles[(turn / 2 * 7919) % titles.len()];
+            if turn % 2 == 0 {
+                let changed = match title.split_once(' ') {
+                    Some((_, rest)) => format!("{rest} revised"),
+                    None => format!("{title} revised"),
+                };
+                index.upsert(*id, black_box(&changed));
+            } else {
+                index.upsert(*id, black_box(title));
+            }
+            turn += 1;
+        })
+    });
+    let mut turn = 0usize;
+    group.bench_function("remove_then_upsert", |b| {
+        b.iter(|| {
+            let (id, title) = &titles[(turn * 7919) % titles.len()];
+            index.remove(black_box(*id));
+            index.upsert(*id, black_box(title));
+            turn += 1;
+        })
+    });
+    group.sample_size(10);
+    group.bench_function("clone_index", |b| b.iter(|| black_box(&index).clone()));
     group.finish();
 }
 
