@@ -33,6 +33,10 @@ pub(super) struct Title {
 
 /// Per-corpus ranking index: titles as word-id sequences, the lexicon of distinct
 /// folded words, and for each word the titles that contain it.
+///
+/// `Clone` copies everything (tens of ms at 100,000 titles: many small
+/// allocations), so a shared index is better updated as one of two copies than
+/// cloned per change (see `docs/search-quality.md`).
 #[derive(Debug, Clone, Default)]
 pub struct RankIndex {
     /// By slot (see the module docs).
@@ -191,6 +195,7 @@ impl RankIndex {
         self.slot_of.len()
     }
 
+    /// Whether the index holds no titles.
     pub fn is_empty(&self) -> bool {
         self.slot_of.is_empty()
     }
