@@ -18,7 +18,8 @@
 //! `rapidfuzz::distance::indel::BatchComparator::normalized_similarity` (equal to
 //! Python's `fuzz.ratio`) over normalized titles, ties by lower page id.
 //! `RELEVANCE_MISSES=1` also lists the queries whose first relevant row is not
-//! first, with what came first.
+//! first, with what came first; `RELEVANCE_SLOW_MS=N` lists the queries that took
+//! N ms or more.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -95,8 +96,9 @@ impl Report {
         self.times.push(took);
     }
 
-    /// Median, mean and 95th percentile of the per-query times, in ms.
-    fn ms(&self) -> (f64, f64, f64) {
+    /// Median, mean, 95th and 99th percentile and maximum of the per-query
+    /// times, in ms.
+    fn ms(&self) -> (f64, f64, f64, f64, f64) {
         let mut t: Vec<f64> = self.times.iter().map(|d| d.as_secs_f64() * 1e3).collect();
         t.sort_by(f64::total_cmp);
         let at = |q: f64| {
@@ -105,7 +107,13 @@ impl Report {
                 .unwrap_or(0.0)
         };
         let mean = t.iter().sum::<f64>() / t.len().max(1) as f64;
-        (at(0.5), mean, at(0.95))
+        (
+            at(0.5),
+            mean,
+            at(0.95),
+            at(0.99),
+            t.last().copied().unwrap_or(0.0),
+        )
     }
 }
 
@@ -116,6 +124,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::process::exit(2);
     };
     let show_misses = std::env::var_os("RELEVANCE_MISSES").is_some();
+    let slow_ms: Option<f64> = std::env::var("RELEVANCE_SLOW_MS")
+        .ok()
+        .and_then(|v| v.parse().ok());
 
     let mut titles: Vec<(i64, String)> = Vec::new();
     let mut id_of_slug: HashMap<String, i64> = HashMap::new();
@@ -170,6 +181,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let ids: Vec<i64> = result.rows.iter().map(|r| r.page_id).collect();
         let found = first_relevant(&ids, &relevant);
         ours.add(&query.kind, found, took);
+        if slow_ms.is_some_and(|ms| took.as_secs_f64() * 1e3 >= ms) {
+            println!(
+                "slow {:?} [{}] {:.3} ms, total {}",
+                query.q,
+                query.kind,
+                took.as_secs_f64() * 1e3,
+                result.total
+            );
+        }
         if show_misses && found != Some(1) {
             println!(
                 "miss {:?} [{}] first relevant at {:?}, total {}",
@@ -202,18 +222,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("queries {queries_path}: {}", queries.len());
     println!();
     println!(
-        "{:<22} {:<10} {:>6} {:>6} {:>6}  {:>9} {:>9} {:>9}",
-        "ranker", "kind", "MRR@50", "R@1", "R@10", "median ms", "mean ms", "p95 ms"
+        "{:<22} {:<15} {:>6} {:>6} {:>6}  {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "ranker",
+        "kind",
+        "MRR@50",
+        "R@1",
+        "R@10",
+        "median ms",
+        "mean ms",
+        "p95 ms",
+        "p99 ms",
+        "max ms"
     );
     for (name, report) in [("search::rank", &ours), ("indel ratio (ref)", &reference)] {
-        let (median, mean, p95) = report.ms();
+        let (median, mean, p95, p99, max) = report.ms();
         println!(
-            "{name:<22} {:<10} {}  {median:>9.3} {mean:>9.3} {p95:>9.3}",
+            "{name:<22} {:<15} {}  {median:>9.3} {mean:>9.3} {p95:>9.3} {p99:>9.3} {max:>9.3}",
             "all",
             report.overall.cells()
         );
         for (kind, tally) in &report.by_kind {
-            println!("{:<22} {kind:<10} {}", "", tally.cells());
+            println!("{:<22} {kind:<15} {}", "", tally.cells());
         }
     }
     Ok(())

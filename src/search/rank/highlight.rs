@@ -29,10 +29,11 @@ use std::ops::Range;
 use rapidfuzz::distance::osa;
 use unicode_normalization::char::is_combining_mark;
 
+use super::compound::PartPositions;
 use super::fold::fold;
 use super::gather;
 use super::index::RankIndex;
-use super::lookup::{lookup, prefix_match, QueryWord};
+use super::lookup::{lookup, prefix_match, QueryWord, WordHit};
 use super::query_words;
 use crate::search::normalize::normalize;
 
@@ -94,45 +95,19 @@ pub fn marks(title: &str, query: &str) -> Marks {
     );
     let matches = gather::match_words(&index, &words);
 
-    // Which rule gave the last (prefix) query word's hits their quality: the
-    // lookup keeps the better of whole-word and prefix, so compare with a
-    // whole-word-only lookup of the same word.
-    let last = words.len() - 1;
-    let prefix_word = &words[last];
-    let mut whole_hits = Vec::new();
-    lookup(
-        &index.lexicon,
-        &QueryWord {
-            chars: prefix_word.chars.clone(),
-            prefix: false,
-        },
-        &mut whole_hits,
-    );
-    let comparator = osa::BatchComparator::new(prefix_word.chars.iter().copied());
-
     let mut marks = vec![Mark::None; pieces.len()];
     let mut exact = vec![false; pieces.len()];
-    for (i, hits) in matches.hits.iter().enumerate() {
-        for hit in hits {
+    let m = matches.m;
+    // Plain words and splits: every piece holding a word the column matched.
+    for column in matches.columns[..m + m.saturating_sub(1)].iter() {
+        let heads = HeadRule::new(&index, &column.word);
+        for hit in &column.hits {
             if hit.quality >= 1.0 {
                 for &p in index.postings(hit.word) {
                     exact[p as usize] = true;
                 }
             }
-            let head = if i == last && prefix_word.prefix {
-                let whole = whole_hits.iter().find(|w| w.word == hit.word);
-                if whole.is_some_and(|w| w.quality >= hit.quality) {
-                    None
-                } else {
-                    let word = index.lexicon.word(hit.word);
-                    (word.len() > prefix_word.chars.len())
-                        .then(|| prefix_match(&comparator, &prefix_word.chars, word))
-                        .flatten()
-                        .map(|(_, head)| head)
-                }
-            } else {
-                None
-            };
+            let head = heads.head(&index, hit);
             for &p in index.postings(hit.word) {
                 let single = index.words(p).len() == 1;
                 let mark = &mut marks[p as usize];
@@ -142,6 +117,28 @@ pub fn marks(title: &str, query: &str) -> Marks {
                     _ => Mark::Whole,
                 };
             }
+        }
+    }
+    // Joins: both pieces of every pair the ranking would count.
+    if !matches.joins.is_empty() {
+        let mut flat_words = Vec::new();
+        let mut piece_of = Vec::new();
+        for p in 0..pieces.len() as u32 {
+            for &w in index.words(p) {
+                flat_words.push(w);
+                piece_of.push(p as usize);
+            }
+        }
+        let mut parts = PartPositions::default();
+        for join in &matches.joins {
+            matches.find_parts(&flat_words, join, &mut parts);
+            parts.best_pairs(join.head_len, join.tail_len, |head, tail, _| {
+                // Both parts are spelled exactly: a join is not a close match.
+                for piece in [piece_of[head as usize], piece_of[tail as usize]] {
+                    marks[piece] = Mark::Whole;
+                    exact[piece] = true;
+                }
+            });
         }
     }
 
@@ -165,6 +162,51 @@ pub fn marks(title: &str, query: &str) -> Marks {
         }
     }
     Marks { ranges: out, close }
+}
+
+/// Which head of a word a prefix column's hit highlights.
+struct HeadRule {
+    word: QueryWord,
+    /// The same word looked up by the whole-word rule only.
+    whole_hits: Vec<WordHit>,
+    comparator: osa::BatchComparator<char>,
+}
+
+impl HeadRule {
+    fn new(index: &RankIndex, word: &QueryWord) -> Self {
+        let mut whole_hits = Vec::new();
+        if word.prefix {
+            let whole = QueryWord {
+                chars: word.chars.clone(),
+                prefix: false,
+            };
+            lookup(&index.lexicon, &whole, &mut whole_hits);
+        }
+        HeadRule {
+            word: word.clone(),
+            whole_hits,
+            comparator: osa::BatchComparator::new(word.chars.iter().copied()),
+        }
+    }
+
+    /// The number of folded chars to highlight when the prefix rule gave `hit`
+    /// its match (its quality beat the whole-word rule's, if that matched too);
+    /// `None` for a whole-word match. The lookup keeps the better of the two
+    /// rules, so this compares with a whole-word-only lookup of the same word.
+    fn head(&self, index: &RankIndex, hit: &WordHit) -> Option<usize> {
+        if !self.word.prefix {
+            return None;
+        }
+        let whole = self.whole_hits.iter().find(|w| w.word == hit.word);
+        if whole.is_some_and(|w| w.quality >= hit.quality) {
+            return None;
+        }
+        let word = index.lexicon.word(hit.word);
+        (word.len() > self.word.chars.len())
+            .then(|| prefix_match(&self.comparator, &self.word.chars, word))
+            .flatten()
+            .map(|(_, head)| head)
+    }
 }
 
 /// How a piece is highlighted.
@@ -401,6 +443,44 @@ mod tests {
     }
 
     #[test]
+    fn a_joined_query_word_highlights_both_title_words() {
+        assert_eq!(
+            marked("Debian's arcade games", "arcadegames"),
+            ["arcade", "games"]
+        );
+        assert_eq!(
+            marked(
+                "process pool implementation for OCaml",
+                "processpool implementation"
+            ),
+            ["process", "pool", "implementation"]
+        );
+        // Apart, both still marked; one part alone marks nothing.
+        assert_eq!(
+            marked("TypeScript type predicate generator", "typegenerator"),
+            ["type", "generator"]
+        );
+        assert!(marked("arcade machines", "arcadegames").is_empty());
+    }
+
+    #[test]
+    fn a_split_query_highlights_the_one_title_word() {
+        assert_eq!(
+            marked("A jsonlint plugin for Gulp", "a json lint plugin"),
+            ["A", "jsonlint", "plugin"]
+        );
+        assert_eq!(
+            marked(
+                "A CodeMirror mode for the Elixir language",
+                "a code mirror mode"
+            ),
+            ["A", "CodeMirror", "mode"]
+        );
+        // The last query word may be unfinished: only the typed head is marked.
+        assert_eq!(marked("Framework for apps", "frame wo"), ["Framewo"]);
+    }
+
+    #[test]
     fn a_word_matching_nothing_is_not_highlighted() {
         let title = "Kubernetes deployment guide";
         assert_eq!(marked(title, "kubernetes cooking"), ["Kubernetes"]);
@@ -544,11 +624,22 @@ mod tests {
                 typo.remove(next() % typo.len());
             }
             let typo: String = typo.into_iter().collect();
+            // Two words joined (a join), and a word cut in two (a split).
+            let match_copy = normalize(&title);
+            let joined = match_copy.replacen(' ', "", 1 + next() % 2);
+            let cut = match_copy
+                .char_indices()
+                .nth(2 + next() % 4)
+                .map_or(match_copy.clone(), |(at, _)| {
+                    format!("{} {}", &match_copy[..at], &match_copy[at..])
+                });
             for query in [
                 title.clone(),
                 format!("{other} {title}"),
                 other.to_owned(),
                 typo,
+                joined,
+                cut,
             ] {
                 let query = normalize(&query);
                 let ranges = highlight(&title, &query);

@@ -8,7 +8,7 @@
 
 use rapidfuzz::distance::osa;
 
-use super::index::{char_mask, Lexicon, HEAD_CHARS};
+use super::lexicon::{char_mask, Lexicon, HEAD_CHARS};
 
 /// Edits allowed for a query word of `len` chars: none up to 2 chars (a one-edit
 /// neighbourhood of `to` is half the dictionary), one up to 5, two beyond.
@@ -36,7 +36,7 @@ pub(super) fn prefix_typo_budget(len: usize) -> usize {
 /// The last query word may be unfinished (search-as-you-type): it also matches
 /// longer words it is a prefix of, but only from this many chars on, since a
 /// one-char prefix matches a twenty-sixth of the corpus.
-const MIN_PREFIX_LEN: usize = 2;
+pub(super) const MIN_PREFIX_LEN: usize = 2;
 
 /// Quality lost per edit, relative to word length: a word with `d` edits keeps
 /// `1 - d / len` (the share of it typed right), so one typo in a 4-char word
@@ -49,7 +49,7 @@ const TYPO_COST: f32 = 1.0;
 const PREFIX_FLOOR: f32 = 0.9;
 
 /// One query word, folded, with its matching rules.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) struct QueryWord {
     pub chars: Vec<char>,
     /// Whether a longer corpus word that starts with this one matches too.
@@ -61,13 +61,15 @@ pub(super) struct QueryWord {
 pub(super) struct WordHit {
     pub word: u32,
     pub quality: f32,
+    /// OSA edits of the rule that gave `quality` (whole word or prefix head).
+    pub edits: u8,
 }
 
 fn full_quality(edits: usize, len: usize) -> f32 {
     1.0 - TYPO_COST * edits as f32 / len as f32
 }
 
-fn prefix_quality(edits: usize, len: usize, word_len: usize) -> f32 {
+pub(super) fn prefix_quality(edits: usize, len: usize, word_len: usize) -> f32 {
     let typed = (len as f32 / word_len as f32).min(1.0);
     full_quality(edits, len) * (PREFIX_FLOOR + (1.0 - PREFIX_FLOOR) * typed)
 }
@@ -87,7 +89,11 @@ pub(super) fn lookup(lexicon: &Lexicon, query: &QueryWord, out: &mut Vec<WordHit
     if budget == 0 {
         // Exact only: binary searches, no scan.
         if let Some(word) = lexicon.find(q) {
-            out.push(WordHit { word, quality: 1.0 });
+            out.push(WordHit {
+                word,
+                quality: 1.0,
+                edits: 0,
+            });
         }
         if prefix {
             let from = out.len();
@@ -96,6 +102,7 @@ pub(super) fn lookup(lexicon: &Lexicon, query: &QueryWord, out: &mut Vec<WordHit
             out.extend(ids.into_iter().map(|word| WordHit {
                 word,
                 quality: prefix_quality(0, len, lexicon.word(word).len()),
+                edits: 0,
             }));
             debug_assert!(out[from..].iter().all(|h| h.quality < 1.0));
         }
@@ -108,38 +115,57 @@ pub(super) fn lookup(lexicon: &Lexicon, query: &QueryWord, out: &mut Vec<WordHit
     let q_mask = char_mask(q);
     let lacks_at_most = |mask: u64, k: usize| at_most_bits(q_mask & !mask, k);
     let longest = if prefix { usize::MAX } else { len + budget };
-    for id in lexicon.ids_with_len(len - budget, longest) {
-        let word = lexicon.word(id);
-        let mut best: Option<f32> = None;
-        if word.len() <= len + budget && lacks_at_most(lexicon.masks[id as usize], budget) {
-            if let Some(d) = comparator.distance_with_args(word.iter().copied(), &args) {
-                best = Some(full_quality(d, len));
-            }
-        }
-        if prefix && word.len() > len {
-            // The signature of the longest head tried must lack at most
-            // `prefix_budget` of the query's chars; a precomputed head signature
-            // is tried first.
-            let plausible = prefix_budget == 0 || {
-                let head_max = longest_head(len, prefix_budget, word.len());
-                if head_max <= HEAD_CHARS {
-                    lacks_at_most(lexicon.head_masks[id as usize], prefix_budget)
-                        && (head_max == HEAD_CHARS.min(word.len())
-                            || lacks_at_most(char_mask(&word[..head_max]), prefix_budget))
-                } else {
-                    lacks_at_most(char_mask(&word[..head_max]), prefix_budget)
+    for (word_len, bucket) in lexicon.buckets(len - budget, longest) {
+        let whole = word_len <= len + budget;
+        let as_prefix = prefix && word_len > len;
+        let head_max = if as_prefix {
+            longest_head(len, prefix_budget, word_len)
+        } else {
+            0
+        };
+        for (k, &id) in bucket.ids.iter().enumerate() {
+            let mut best: Option<(f32, usize)> = None;
+            if whole && lacks_at_most(bucket.masks[k], budget) {
+                let word = bucket.word(k, word_len);
+                if let Some(d) = comparator.distance_with_args(word.iter().copied(), &args) {
+                    best = Some((full_quality(d, len), d));
                 }
-            };
-            let edits = plausible
-                .then(|| prefix_match(&comparator, q, word))
-                .flatten();
-            if let Some((d, _)) = edits {
-                let p = prefix_quality(d, len, word.len());
-                best = Some(best.map_or(p, |b| b.max(p)));
             }
-        }
-        if let Some(quality) = best {
-            out.push(WordHit { word: id, quality });
+            if as_prefix {
+                // The signature of the longest head tried must lack at most
+                // `prefix_budget` of the query's chars; the precomputed head
+                // signature is tried first.
+                let plausible = prefix_budget == 0
+                    || if head_max <= HEAD_CHARS {
+                        lacks_at_most(bucket.head_masks[k], prefix_budget)
+                            && (head_max == HEAD_CHARS.min(word_len)
+                                || lacks_at_most(
+                                    char_mask(&bucket.word(k, word_len)[..head_max]),
+                                    prefix_budget,
+                                ))
+                    } else {
+                        lacks_at_most(
+                            char_mask(&bucket.word(k, word_len)[..head_max]),
+                            prefix_budget,
+                        )
+                    };
+                let edits = plausible
+                    .then(|| prefix_match(&comparator, q, bucket.word(k, word_len)))
+                    .flatten();
+                if let Some((d, _)) = edits {
+                    let p = prefix_quality(d, len, word_len);
+                    if best.is_none_or(|(b, _)| p > b) {
+                        best = Some((p, d));
+                    }
+                }
+            }
+            if let Some((quality, edits)) = best {
+                out.push(WordHit {
+                    word: id,
+                    quality,
+                    edits: edits as u8,
+                });
+            }
         }
     }
 }

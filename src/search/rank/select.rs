@@ -3,9 +3,10 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use super::compound::PartPositions;
 use super::gather::{Candidates, WordMatches};
 use super::index::RankIndex;
-use super::score::{self, Occurrence};
+use super::score::{self, AlignScratch, Unit};
 
 /// A scored title. Ordered so that *better* compares *less* (rank order: higher
 /// raw score, then fewer title words, then lower page id).
@@ -57,11 +58,7 @@ pub(super) fn top_rows(
         .iter()
         .map(|&t| {
             let tally = candidates.tallies[t as usize];
-            let bound = score::upper_bound(
-                tally.quality_sum,
-                tally.matched.count_ones(),
-                index.title_len(t),
-            );
+            let bound = score::upper_bound(tally.quality_sum, tally.matched, index.title_len(t));
             (bound, t)
         })
         .collect();
@@ -70,9 +67,9 @@ pub(super) fn top_rows(
         index,
         matches,
         candidates,
-        occurrences: Vec::new(),
-        prev_states: Vec::new(),
-        states: Vec::new(),
+        units: Vec::new(),
+        parts: PartPositions::default(),
+        scratch: AlignScratch::default(),
     };
     let mut top = TopRows::new(limit);
 
@@ -107,37 +104,70 @@ struct TitleScorer<'a> {
     index: &'a RankIndex,
     matches: &'a WordMatches,
     candidates: &'a Candidates,
-    occurrences: Vec<Occurrence>,
-    prev_states: Vec<(u32, f32)>,
-    states: Vec<(u32, f32)>,
+    units: Vec<Unit>,
+    parts: PartPositions,
+    scratch: AlignScratch,
 }
 
 impl TitleScorer<'_> {
     fn score(&mut self, t: u32) -> Ranked {
-        self.occurrences.clear();
-        for (position, &w) in self.index.words(t).iter().enumerate() {
-            let Some(qualities) = self.matches.of(w) else {
+        let m = self.matches.m;
+        let weights = &self.candidates.weights;
+        let words = self.index.words(t);
+        self.units.clear();
+        for (position, &w) in words.iter().enumerate() {
+            let Some(row) = self.matches.row(w) else {
                 continue;
             };
-            for (i, &quality) in qualities.iter().enumerate() {
+            let position = position as u32;
+            for (i, &quality) in row[..m].iter().enumerate() {
                 if quality > 0.0 {
-                    self.occurrences.push(Occurrence {
-                        query_word: i as u32,
-                        position: position as u32,
-                        quality,
+                    self.units.push(Unit {
+                        start: i as u32,
+                        end: i as u32 + 1,
+                        first: position,
+                        last: position,
+                        gain: score::MATCH_WEIGHT * weights[i] * quality,
+                    });
+                }
+            }
+            for i in 0..m.saturating_sub(1) {
+                let quality = row[self.matches.split_col(i)];
+                if quality > 0.0 {
+                    self.units.push(Unit {
+                        start: i as u32,
+                        end: i as u32 + 2,
+                        first: position,
+                        last: position,
+                        gain: score::MATCH_WEIGHT * (weights[i] + weights[i + 1]) * quality
+                            + score::ADJACENT,
                     });
                 }
             }
         }
-        self.occurrences
-            .sort_unstable_by_key(|o| (o.query_word, o.position));
+        for join in &self.matches.joins {
+            self.matches.find_parts(words, join, &mut self.parts);
+            let i = join.query_word;
+            let units = &mut self.units;
+            self.parts
+                .best_pairs(join.head_len, join.tail_len, |head, tail, quality| {
+                    units.push(Unit {
+                        start: i as u32,
+                        end: i as u32 + 1,
+                        first: head,
+                        last: tail,
+                        gain: score::MATCH_WEIGHT * weights[i] * quality,
+                    })
+                });
+        }
+        self.units.sort_unstable_by_key(|u| u.start);
         let title = &self.index.titles[t as usize];
         let matched = self.candidates.tallies[t as usize].matched.count_ones();
-        let raw = score::align(&self.occurrences, &mut self.prev_states, &mut self.states)
+        let raw = score::align(&self.units, m, &mut self.scratch)
             + score::coverage(self.index.title_len(t), matched);
         Ranked {
             raw,
-            title_words: title.words_len,
+            title_words: title.words.len() as u32,
             page_id: title.page_id,
         }
     }

@@ -1,0 +1,210 @@
+//! Incremental changes (`upsert`, `remove`) against fresh builds.
+
+use std::collections::BTreeMap;
+
+use super::RankIndex;
+use crate::search::rank::{rank, SearchResult};
+
+/// Words with near neighbours (typos, prefixes, splits and joins of each other),
+/// so that queries reach many titles through every kind of match.
+const VOCAB: &[&str] = &[
+    "data",
+    "date",
+    "database",
+    "base",
+    "tool",
+    "tools",
+    "for",
+    "the",
+    "library",
+    "librar",
+    "parser",
+    "parse",
+    "json",
+    "jsno",
+    "jsonlint",
+    "lint",
+    "fast",
+    "a",
+    "http",
+    "client",
+    "server",
+    "rest",
+    "frame",
+    "work",
+    "framework",
+    "Café",
+    "cafe",
+    "数据",
+    "ß",
+    "strasse",
+];
+
+const QUERIES: &[&str] = &[
+    "data tool",
+    "json parsre",
+    "the for a",
+    "http clinet libr",
+    "fast",
+    "database",
+    "frame work",
+    "jsonlint",
+    "cafe",
+    "strasse",
+    "数据",
+    "restclient",
+    "framewo",
+];
+
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) as usize
+    }
+
+    fn title(&mut self) -> String {
+        let n = self.next() % 7; // 0 words: a title that never matches
+        (0..n)
+            .map(|_| VOCAB[self.next() % VOCAB.len()])
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn fresh(pages: &BTreeMap<i64, String>) -> RankIndex {
+    RankIndex::build(pages.iter().map(|(id, t)| (*id, t.as_str())))
+}
+
+fn results(index: &RankIndex) -> Vec<SearchResult> {
+    QUERIES
+        .iter()
+        .flat_map(|q| [rank(index, q, 5), rank(index, q, usize::MAX)])
+        .collect()
+}
+
+/// Asserts that both indexes rank every query alike, naming the first query
+/// and row that differ.
+fn assert_same_rankings(index: &RankIndex, expected: &RankIndex, context: &str) {
+    for q in QUERIES {
+        for limit in [5, usize::MAX] {
+            let (got, want) = (rank(index, q, limit), rank(expected, q, limit));
+            assert_eq!(
+                (got.total, got.truncated, got.rows.len()),
+                (want.total, want.truncated, want.rows.len()),
+                "{context}: {q:?} limit {limit}"
+            );
+            for (g, w) in got.rows.iter().zip(&want.rows) {
+                assert_eq!(g, w, "{context}: {q:?} limit {limit}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_sequence_of_upserts_and_removes_ranks_like_a_fresh_build() {
+    for seed in [0x5eed_1234, 0xdead_beef] {
+        changes_rank_like_a_fresh_build(seed);
+    }
+}
+
+fn changes_rank_like_a_fresh_build(seed: u64) {
+    let mut random = Random(seed);
+    let mut pages: BTreeMap<i64, String> = BTreeMap::new();
+    for id in 0..300 {
+        pages.insert(id, random.title());
+    }
+    let mut index = fresh(&pages);
+    for step in 0..1500 {
+        let id = (random.next() % 400) as i64;
+        match random.next() % 4 {
+            0 => {
+                let removed = index.remove(id);
+                assert_eq!(removed, pages.remove(&id).is_some());
+            }
+            1 if pages.contains_key(&id) => {
+                // The same title again changes nothing.
+                index.upsert(id, &pages[&id]);
+            }
+            _ => {
+                let title = random.title();
+                index.upsert(id, &title);
+                pages.insert(id, title);
+            }
+        }
+        if step % 100 == 99 {
+            let expected = fresh(&pages);
+            assert_eq!(index.len(), expected.len());
+            assert_same_rankings(&index, &expected, &format!("seed {seed:x} step {step}"));
+        }
+    }
+    // Everything removed: an empty index, whose words are all gone too.
+    for id in pages.keys() {
+        assert!(index.remove(*id));
+    }
+    assert!(index.is_empty());
+    assert_eq!(results(&index), results(&RankIndex::default()));
+    assert_eq!(
+        index
+            .lexicon
+            .buckets(0, usize::MAX)
+            .map(|(_, b)| b.ids.len())
+            .sum::<usize>(),
+        0
+    );
+}
+
+#[test]
+fn a_word_leaves_the_lexicon_with_its_last_title_and_its_id_is_reused() {
+    let mut index = RankIndex::build([(1, "kubernetes guide"), (2, "cooking guide")]);
+    index.remove(1);
+    assert_eq!(rank(&index, "kubernetes", 10).total, 0);
+    assert!(index
+        .lexicon
+        .find(&"kubernetes".chars().collect::<Vec<_>>())
+        .is_none());
+    let ids_before = index.lexicon.len();
+    index.upsert(3, "baking bread");
+    // "baking" took the freed id; only "bread" needed a new one.
+    assert_eq!(index.lexicon.len(), ids_before + 1);
+    assert_eq!(rank(&index, "bakign", 10).rows[0].page_id, 3);
+}
+
+#[test]
+fn changing_a_title_moves_the_page_to_its_new_words() {
+    let mut index = RankIndex::build([(1, "kubernetes guide"), (2, "cooking guide")]);
+    index.upsert(1, "baking bread");
+    assert_eq!(rank(&index, "kubernetes", 10).total, 0);
+    assert_eq!(rank(&index, "guide", 10).total, 1);
+    assert_eq!(rank(&index, "bread", 10).rows[0].page_id, 1);
+    assert_eq!(index.len(), 2);
+}
+
+#[test]
+fn removing_an_unknown_page_changes_nothing() {
+    let mut index = RankIndex::build([(1, "kubernetes guide")]);
+    assert!(!index.remove(7));
+    assert_eq!(index.len(), 1);
+    assert_eq!(rank(&index, "guide", 10).total, 1);
+}
+
+#[test]
+fn a_page_id_given_twice_to_build_keeps_its_last_title() {
+    let index = RankIndex::build([(1, "kubernetes guide"), (2, "x"), (1, "cooking")]);
+    assert_eq!(index.len(), 2);
+    assert_eq!(rank(&index, "kubernetes", 10).total, 0);
+    assert_eq!(rank(&index, "cooking", 10).rows[0].page_id, 1);
+}
+
+#[test]
+fn a_clone_is_independent_of_the_original() {
+    let original = RankIndex::build([(1, "kubernetes guide")]);
+    let mut copy = original.clone();
+    copy.upsert(2, "kubernetes operators");
+    assert_eq!(rank(&original, "kubernetes", 10).total, 1);
+    assert_eq!(rank(&copy, "kubernetes", 10).total, 2);
+}
