@@ -56,6 +56,8 @@ pub struct AppState {
     pub storage: crate::db::storage::Storage,
     /// Rendered Markdown of recently shown page versions.
     pub markdown: crate::markdown::MarkdownCache,
+    /// Rendered 429 pages, shared by a flood of identical refusals.
+    pub refusal_pages: crate::templates::PageCache,
 }
 
 /// The three budgets, shared with the store calls that count them.

@@ -18,6 +18,42 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("error.html", include_str!("../templates/error.html")),
 ];
 
+/// Rendered pages that many requests share (a refusal page, by its query, theme and
+/// seconds left), keyed by what they depend on; the least recently used go first.
+pub struct PageCache {
+    pages: std::sync::Mutex<hashlink::LruCache<String, actix_web::web::Bytes>>,
+}
+
+impl PageCache {
+    /// A cache of at most `capacity` pages (at least 1).
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            pages: std::sync::Mutex::new(hashlink::LruCache::new(capacity.max(1))),
+        }
+    }
+
+    /// The page kept for `key`, or the one `render` makes (kept when it succeeds).
+    pub fn get_or_render<E>(
+        &self,
+        key: String,
+        render: impl FnOnce() -> Result<String, E>,
+    ) -> Result<actix_web::web::Bytes, E> {
+        if let Some(body) = self
+            .pages
+            .lock()
+            .ok()
+            .and_then(|mut p| p.get(&key).cloned())
+        {
+            return Ok(body);
+        }
+        let body = actix_web::web::Bytes::from(render()?);
+        if let Ok(mut pages) = self.pages.lock() {
+            pages.insert(key, body.clone());
+        }
+        Ok(body)
+    }
+}
+
 /// Parses every template. Errors: a template does not parse (a build defect).
 pub fn load() -> Result<Tera, tera::Error> {
     let mut tera = Tera::default();

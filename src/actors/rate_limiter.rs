@@ -7,9 +7,9 @@
 //!
 //! Spends are group-committed: a [`Spend`] only queues its request; once the
 //! mailbox has been drained (every request that arrived meanwhile), one
-//! transaction decides them all in arrival order, each inside its own savepoint so
-//! that a refusal rolls back only its own increments (both-or-neither per
-//! request), commits once, and only then answers each. Under load this turns
+//! transaction decides them all in arrival order (each both-or-neither: its
+//! windows are all checked before any is written), commits once, and only then
+//! answers each. Under load this turns
 //! hundreds of commits into one, and no answer is sent before its count is
 //! committed. The batch also reads the corpus generation, so a search needs no
 //! second database round trip to know whether its candidate snapshot is current.
@@ -123,7 +123,7 @@ impl RateLimiter {
         })
     }
 
-    /// One transaction for `batch`: each spend in its own savepoint, the generation
+    /// One transaction for `batch`: each spend decided in order, the generation
     /// read, one commit.
     fn decide(
         &mut self,
@@ -134,14 +134,8 @@ impl RateLimiter {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut decisions = Vec::with_capacity(batch.len());
         for (spend, _) in batch {
-            tx.prepare_cached("SAVEPOINT spend")?.execute([])?;
-            let decision = sqlite::spend(&tx, &spend.budget, &spend.keys, spend.now)?;
-            if matches!(decision, Decision::Refused { .. }) {
-                // A refusal leaves every counter as it was.
-                tx.prepare_cached("ROLLBACK TO spend")?.execute([])?;
-            }
-            tx.prepare_cached("RELEASE spend")?.execute([])?;
-            decisions.push(decision);
+            // Checks every window before writing any: a refusal writes nothing.
+            decisions.push(sqlite::spend(&tx, &spend.budget, &spend.keys, spend.now)?);
         }
         let generation = pages::generation(&tx)?;
         tx.commit()?;

@@ -8,10 +8,11 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::{BucketKeys, Budget, Decision, FixedWindow};
 
-/// Tries to count one request in every window of `budget` for `keys` at `now`.
-///
-/// On [`Decision::Refused`] the transaction holds partial changes: the caller must
-/// roll it back (dropping it does), so a refusal changes no counter.
+/// Tries to count one request in every window of `budget` for `keys` at `now`:
+/// reads every window's count first and writes only when all are under their
+/// limits, so a refusal writes nothing (both-or-neither without a rollback). The
+/// caller's transaction must hold the write lock (`BEGIN IMMEDIATE`), so no count
+/// can move between the check and the write.
 /// Errors: SQLite errors only.
 pub fn spend(
     tx: &Transaction<'_>,
@@ -19,14 +20,23 @@ pub fn spend(
     keys: &BucketKeys,
     now: i64,
 ) -> rusqlite::Result<Decision> {
-    let mut counts = Vec::with_capacity(budget.windows.len());
-    for (window, key) in budget.windows.iter().zip(&keys.0) {
-        let count = increment(tx, key, window, now)?;
-        counts.push(count);
-        if count.is_none() {
-            break;
+    let current = peek(tx, budget, keys, now)?;
+    let full = budget
+        .windows
+        .iter()
+        .zip(&current)
+        .position(|(window, count)| *count >= i64::from(window.limit));
+    let counts = match full {
+        Some(i) => {
+            let mut counts: Vec<Option<i64>> = current[..i].iter().copied().map(Some).collect();
+            counts.push(None);
+            counts
         }
-    }
+        None => record(tx, budget, keys, now)?
+            .into_iter()
+            .map(Some)
+            .collect(),
+    };
     Ok(budget.decide(&counts, now))
 }
 
@@ -81,30 +91,6 @@ fn per_window<T>(
         .zip(&keys.0)
         .map(|(window, key)| f(window, key))
         .collect()
-}
-
-/// Adds one to `bucket` in the window containing `now` if its count is under the
-/// window's limit; a row of an ended window starts again from 0. Returns the new
-/// count, or `None` when the window is full.
-fn increment(
-    tx: &Transaction<'_>,
-    bucket: &str,
-    window: &FixedWindow,
-    now: i64,
-) -> rusqlite::Result<Option<i64>> {
-    let start = window.start(now);
-    tx.prepare_cached(
-        "INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES (?1, ?2, 0)
-         ON CONFLICT (bucket) DO UPDATE SET window_start = excluded.window_start, count = 0
-         WHERE rate_limit_counters.window_start <> excluded.window_start",
-    )?
-    .execute(params![bucket, start])?;
-    tx.prepare_cached(
-        "UPDATE rate_limit_counters SET count = count + 1
-         WHERE bucket = ?1 AND count < ?2 RETURNING count",
-    )?
-    .query_row(params![bucket, window.limit], |r| r.get(0))
-    .optional()
 }
 
 /// Deletes rows whose window started at least `horizon` seconds (the longest window

@@ -185,6 +185,29 @@ pub(super) fn html_response(
             Err(failed) => failed,
         };
     }
+    if let Outcome::Refused {
+        window,
+        retry_after,
+        ..
+    } = outcome
+    {
+        // A flood of refusals repeats a few pages (one per second left): render each
+        // once.
+        let variant = format!(
+            "{}\u{0}{}\u{0}{window}\u{0}{retry_after}",
+            crate::routes::page_variant(req),
+            ctx.q
+        );
+        return match state
+            .refusal_pages
+            .get_or_render(variant, || render_html(state, req, "search.html", &ctx))
+        {
+            Ok(body) => HttpResponse::build(kind.status)
+                .content_type("text/html; charset=utf-8")
+                .body(body),
+            Err(failed) => failed,
+        };
+    }
     render(state, req, kind.status, "search.html", ctx)
 }
 
