@@ -4,9 +4,9 @@
 //! Every statement is `prepare_cached`: they run on every budgeted request, and
 //! compiling them was a tenth of a cache hit's time.
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{Connection, Transaction};
 
-use super::{BucketKeys, Budget, Decision, FixedWindow};
+use super::{BucketKeys, Budget, Decision};
 
 /// Tries to count one request in every window of `budget` for `keys` at `now`:
 /// reads every window's count first and writes only when all are under their
@@ -41,56 +41,82 @@ pub fn spend(
 }
 
 /// The counts of `keys` in the windows containing `now`, without changing them
-/// (0 for a key with no row or a row of an ended window).
+/// (0 for a key with no row or a row of an ended window). One statement for all
+/// windows.
 pub fn peek(
     conn: &Connection,
     budget: &Budget,
     keys: &BucketKeys,
     now: i64,
 ) -> rusqlite::Result<Vec<i64>> {
-    per_window(budget, keys, |window, key| {
-        conn.prepare_cached(
-            "SELECT count FROM rate_limit_counters WHERE bucket = ?1 AND window_start = ?2",
-        )?
-        .query_row(params![key, window.start(now)], |r| r.get(0))
-        .optional()
-        .map(|c| c.unwrap_or(0))
-    })
+    let n = keys.0.len();
+    let sql = format!(
+        "SELECT bucket, window_start, count FROM rate_limit_counters WHERE bucket IN ({})",
+        placeholders(n, 1)
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(&keys.0))?;
+    let mut counts = vec![0; n];
+    while let Some(row) = rows.next()? {
+        let bucket: String = row.get(0)?;
+        let (start, count): (i64, i64) = (row.get(1)?, row.get(2)?);
+        for (i, (window, key)) in budget.windows.iter().zip(&keys.0).enumerate() {
+            if *key == bucket && start == window.start(now) {
+                counts[i] = count;
+            }
+        }
+    }
+    Ok(counts)
 }
 
 /// Counts one event in every window of `keys` at `now` whatever the limits (failed
-/// PIN checks are counted after they happened). Returns the new counts.
+/// PIN checks are counted after they happened); a row of an ended window starts
+/// again from 1. Returns the new counts. One statement for all windows.
 pub fn record(
     tx: &Transaction<'_>,
     budget: &Budget,
     keys: &BucketKeys,
     now: i64,
 ) -> rusqlite::Result<Vec<i64>> {
-    per_window(budget, keys, |window, key| {
-        tx.prepare_cached(
-            "INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES (?1, ?2, 1)
-             ON CONFLICT (bucket) DO UPDATE SET
-                 count = CASE WHEN window_start = excluded.window_start THEN count + 1 ELSE 1 END,
-                 window_start = excluded.window_start
-             RETURNING count",
-        )?
-        .query_row(params![key, window.start(now)], |r| r.get(0))
-    })
+    let n = keys.0.len();
+    let values = (0..n)
+        .map(|i| format!("(?{}, ?{}, 1)", 2 * i + 1, 2 * i + 2))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES {values}
+         ON CONFLICT (bucket) DO UPDATE SET
+             count = CASE WHEN window_start = excluded.window_start THEN count + 1 ELSE 1 END,
+             window_start = excluded.window_start
+         RETURNING bucket, count"
+    );
+    let mut params: Vec<rusqlite::types::Value> = Vec::with_capacity(2 * n);
+    for (window, key) in budget.windows.iter().zip(&keys.0) {
+        params.push(key.clone().into());
+        params.push(window.start(now).into());
+    }
+    let mut stmt = tx.prepare_cached(&sql)?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+    let mut counts = vec![0; n];
+    // RETURNING gives the rows in no promised order: match them by key.
+    while let Some(row) = rows.next()? {
+        let bucket: String = row.get(0)?;
+        let count: i64 = row.get(1)?;
+        for (i, key) in keys.0.iter().enumerate() {
+            if *key == bucket {
+                counts[i] = count;
+            }
+        }
+    }
+    Ok(counts)
 }
 
-/// `f` on each window of `budget` with its key in `keys`, in order.
-fn per_window<T>(
-    budget: &Budget,
-    keys: &BucketKeys,
-    f: impl FnMut(&FixedWindow, &str) -> rusqlite::Result<T>,
-) -> rusqlite::Result<Vec<T>> {
-    let mut f = f;
-    budget
-        .windows
-        .iter()
-        .zip(&keys.0)
-        .map(|(window, key)| f(window, key))
-        .collect()
+/// `?from, ?from+1, …`: `n` numbered SQL parameters.
+fn placeholders(n: usize, from: usize) -> String {
+    (from..from + n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Deletes rows whose window started at least `horizon` seconds (the longest window
@@ -106,9 +132,10 @@ pub fn sweep(tx: &Transaction<'_>, now: i64, horizon: i64) -> rusqlite::Result<u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budget::WindowCount;
+    use crate::budget::{FixedWindow, WindowCount};
     use crate::db::temp_db as db;
     use crate::search::client_ip::ClientIp;
+    use rusqlite::OptionalExtension;
 
     const T0: i64 = 1_800_000_000; // a multiple of 3600
     const HOUR: i64 = 3600;
