@@ -169,11 +169,7 @@ impl BudgetStore {
         keys: BucketKeys,
         now: i64,
     ) -> Result<Decision, StoreError> {
-        if let Some(refused) = self.known_full(budget, &keys, now) {
-            return Ok(refused);
-        }
-        let (decision, _) = self.spend_inner(budget, &keys, now).await?;
-        self.remember(budget, &keys, now, &decision);
+        let (decision, _) = self.spend_with_generation(budget, keys, now).await?;
         Ok(decision)
     }
 

@@ -111,17 +111,30 @@ pub fn render(
         Ok(html) => HttpResponse::build(status)
             .content_type("text/html; charset=utf-8")
             .body(html),
-        Err(failed) => failed,
+        Err(failed) => failed.response(),
     }
 }
 
-/// What [`render`] renders, as text; `Err` is the plain 500 answer (logged).
+/// A template failed to render; the cause is already logged.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderFailed;
+
+impl RenderFailed {
+    /// The plain 500 answer.
+    pub fn response(self) -> HttpResponse {
+        HttpResponse::InternalServerError()
+            .content_type("text/plain; charset=utf-8")
+            .body("500 Internal Server Error")
+    }
+}
+
+/// What [`render`] renders, as text. Errors: the template failed (logged).
 pub fn render_html(
     state: &AppState,
     req: &HttpRequest,
     template: &str,
     context: impl Serialize,
-) -> Result<String, HttpResponse> {
+) -> Result<String, RenderFailed> {
     let mut ctx =
         tera::Context::from_serialize(context).map_err(|e| template_failure(template, e))?;
     ctx.insert("theme", theme(req));
@@ -147,11 +160,9 @@ pub fn page_variant(req: &HttpRequest) -> String {
     format!("{}\u{0}{}", theme(req), back_param(req))
 }
 
-fn template_failure(template: &str, e: tera::Error) -> HttpResponse {
+fn template_failure(template: &str, e: tera::Error) -> RenderFailed {
     tracing::error!(template, error = ?e, "template failed to render");
-    HttpResponse::InternalServerError()
-        .content_type("text/plain; charset=utf-8")
-        .body("500 Internal Server Error")
+    RenderFailed
 }
 
 #[derive(Serialize)]

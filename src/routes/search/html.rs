@@ -182,7 +182,7 @@ pub(super) fn html_response(
             Ok(body) => HttpResponse::build(kind.status)
                 .content_type("text/html; charset=utf-8")
                 .body(body),
-            Err(failed) => failed,
+            Err(failed) => failed.response(),
         };
     }
     if let Outcome::Refused {
@@ -205,7 +205,7 @@ pub(super) fn html_response(
             Ok(body) => HttpResponse::build(kind.status)
                 .content_type("text/html; charset=utf-8")
                 .body(body),
-            Err(failed) => failed,
+            Err(failed) => failed.response(),
         };
     }
     render(state, req, kind.status, "search.html", ctx)
