@@ -132,11 +132,13 @@ impl RateLimiter {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut decisions = Vec::with_capacity(batch.len());
-        for (spend, _) in batch {
-            // Checks every window before writing any: a refusal writes nothing.
-            decisions.push(sqlite::spend(&tx, &spend.budget, &spend.keys, spend.now)?);
-        }
+        // Each checks every window before writing any: a refusal writes nothing.
+        let decisions = sqlite::spend_batch(
+            &tx,
+            batch
+                .iter()
+                .map(|(spend, _)| (&*spend.budget, &spend.keys, spend.now)),
+        )?;
         let generation = pages::generation(&tx)?;
         tx.commit()?;
         Ok((decisions, generation))

@@ -12,6 +12,8 @@ pub mod sqlite;
 pub mod store;
 mod window;
 
+use std::fmt::Write as _;
+
 use sha2::{Digest, Sha256};
 
 pub use window::FixedWindow;
@@ -66,11 +68,19 @@ impl Budget {
 
     /// The bucket keys of `client`, one per window in order.
     pub fn keys(&self, client: &ClientIp) -> BucketKeys {
-        let ip = client.to_string();
+        // Runs on every budgeted request: no intermediate strings.
+        let mut text = IpText::default();
+        let owned;
+        let ip = if write!(text, "{client}").is_ok() {
+            text.as_str()
+        } else {
+            owned = client.to_string();
+            owned.as_str()
+        };
         BucketKeys(
             self.windows
                 .iter()
-                .map(|w| sha256_hex(&format!("{}-{}:", self.prefix, w.tag), &ip))
+                .map(|w| sha256_hex(&[self.prefix, "-", &w.tag, ":", ip]))
                 .collect(),
         )
     }
@@ -84,30 +94,38 @@ impl Budget {
     /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers): each window's quota
     /// `q` and length `w` in seconds, e.g. `"minute";q=20;w=60, "hour";q=200;w=3600`.
     pub fn policy_header(&self) -> String {
-        self.windows
-            .iter()
-            .map(|w| format!("\"{}\";q={};w={}", w.name, w.limit, w.seconds))
-            .collect::<Vec<_>>()
-            .join(", ")
+        let mut out = String::with_capacity(24 * self.windows.len());
+        for (i, w) in self.windows.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let _ = write!(out, "{sep}\"{}\";q={};w={}", w.name, w.limit, w.seconds);
+        }
+        out
     }
 
     /// `RateLimit` for `decision`: every window's remaining quota `r` and seconds `t`
     /// until it ends when admitted; the refusing window with `r=0` and `t` equal to
     /// `Retry-After` when refused.
     pub fn state_header(&self, decision: &Decision) -> String {
+        let mut out = String::with_capacity(24 * self.windows.len());
         match decision {
-            Decision::Admitted(counts) => self
-                .windows
-                .iter()
-                .zip(counts)
-                .map(|(w, c)| format!("\"{}\";r={};t={}", w.name, c.remaining, c.reset))
-                .collect::<Vec<_>>()
-                .join(", "),
+            Decision::Admitted(counts) => {
+                for (i, (w, c)) in self.windows.iter().zip(counts).enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    let _ = write!(out, "{sep}\"{}\";r={};t={}", w.name, c.remaining, c.reset);
+                }
+            }
             Decision::Refused {
                 window,
                 retry_after,
-            } => format!("\"{}\";r=0;t={retry_after}", self.windows[*window].name),
+            } => {
+                let _ = write!(
+                    out,
+                    "\"{}\";r=0;t={retry_after}",
+                    self.windows[*window].name
+                );
+            }
         }
+        out
     }
 
     /// The decision for these windows' new counts at `now` (`None` where a window
@@ -166,11 +184,51 @@ pub enum Decision {
     Refused { window: usize, retry_after: i64 },
 }
 
-fn sha256_hex(domain: &str, ip: &str) -> String {
+/// Lowercase hex of SHA-256 over `parts` concatenated.
+fn sha256_hex(parts: &[&str]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut hasher = Sha256::new();
-    hasher.update(domain.as_bytes());
-    hasher.update(ip.as_bytes());
-    hex::encode(hasher.finalize())
+    for part in parts {
+        hasher.update(part.as_bytes());
+    }
+    let mut out = String::with_capacity(64);
+    for byte in hasher.finalize() {
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    out
+}
+
+/// A client IP's text on the stack (an IPv6 /64 network is at most 24 bytes);
+/// longer text does not fit and the caller falls back to a `String`.
+struct IpText {
+    buf: [u8; 64],
+    len: usize,
+}
+
+impl Default for IpText {
+    fn default() -> Self {
+        Self {
+            buf: [0; 64],
+            len: 0,
+        }
+    }
+}
+
+impl IpText {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Write for IpText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let dest = self.buf.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        dest.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -184,8 +242,8 @@ mod tests {
     #[test]
     fn search_keys_are_the_specs_hashes() {
         let keys = Budget::search(20, 200).keys(&client());
-        assert_eq!(keys.0[0], sha256_hex("search-ip-min:", "192.0.2.7"));
-        assert_eq!(keys.0[1], sha256_hex("search-ip-hour:", "192.0.2.7"));
+        assert_eq!(keys.0[0], sha256_hex(&["search-ip-min:", "192.0.2.7"]));
+        assert_eq!(keys.0[1], sha256_hex(&["search-ip-hour:", "192.0.2.7"]));
         assert_eq!(keys.log_prefix(), &keys.0[0][..12]);
     }
 

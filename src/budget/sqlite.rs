@@ -4,15 +4,14 @@
 //! Every statement is `prepare_cached`: they run on every budgeted request, and
 //! compiling them was a tenth of a cache hit's time.
 
+use std::collections::HashMap;
+
 use rusqlite::{Connection, Transaction};
 
 use super::{BucketKeys, Budget, Decision};
 
 /// Tries to count one request in every window of `budget` for `keys` at `now`:
-/// reads every window's count first and writes only when all are under their
-/// limits, so a refusal writes nothing (both-or-neither without a rollback). The
-/// caller's transaction must hold the write lock (`BEGIN IMMEDIATE`), so no count
-/// can move between the check and the write.
+/// [`spend_batch`] of one spend.
 /// Errors: SQLite errors only.
 pub fn spend(
     tx: &Transaction<'_>,
@@ -20,24 +19,131 @@ pub fn spend(
     keys: &BucketKeys,
     now: i64,
 ) -> rusqlite::Result<Decision> {
-    let current = peek(tx, budget, keys, now)?;
-    let full = budget
-        .windows
-        .iter()
-        .zip(&current)
-        .position(|(window, count)| *count >= i64::from(window.limit));
-    let counts = match full {
-        Some(i) => {
-            let mut counts: Vec<Option<i64>> = current[..i].iter().copied().map(Some).collect();
-            counts.push(None);
-            counts
+    let mut decisions = spend_batch(tx, [(budget, keys, now)])?;
+    Ok(decisions.remove(0))
+}
+
+/// Decides `spends` — each `(budget, keys, now)`: count one request in every window
+/// of `budget` for `keys` at `now` (unix seconds) — in order, as if each ran
+/// [`peek`] then [`record`] alone: a spend is admitted only when every one of its
+/// windows is under its limit, and a refusal writes nothing (both-or-neither).
+/// Returns one decision per spend, in order.
+///
+/// Two statements whatever the batch's size (read every key once, write every
+/// changed key once), instead of two per spend: the group commit's batches are
+/// mostly the same few clients. The caller's transaction must hold the write lock
+/// (`BEGIN IMMEDIATE`), so no count can move between the read and the write.
+/// Errors: SQLite errors only.
+pub fn spend_batch<'a>(
+    tx: &Transaction<'_>,
+    spends: impl IntoIterator<Item = (&'a Budget, &'a BucketKeys, i64)>,
+) -> rusqlite::Result<Vec<Decision>> {
+    let spends: Vec<_> = spends.into_iter().collect();
+    // Every key of the batch once, with its stored (window start, count).
+    let mut counters: HashMap<&str, Counter> = HashMap::new();
+    for (_, keys, _) in &spends {
+        for key in &keys.0 {
+            counters.entry(key.as_str()).or_default();
         }
-        None => record(tx, budget, keys, now)?
-            .into_iter()
-            .map(Some)
-            .collect(),
-    };
-    Ok(budget.decide(&counts, now))
+    }
+    let wanted: Vec<&str> = counters.keys().copied().collect();
+    let mut stmt = tx.prepare_cached(
+        "SELECT bucket, window_start, count FROM rate_limit_counters
+         WHERE bucket IN (SELECT value FROM json_each(?1))",
+    )?;
+    let mut rows = stmt.query([json_array(&wanted)])?;
+    while let Some(row) = rows.next()? {
+        let bucket: String = row.get(0)?;
+        if let Some(counter) = counters.get_mut(bucket.as_str()) {
+            counter.start = Some(row.get(1)?);
+            counter.count = row.get(2)?;
+        }
+    }
+    drop(rows);
+
+    let mut decisions = Vec::with_capacity(spends.len());
+    for (budget, keys, now) in &spends {
+        let current: Vec<i64> = budget
+            .windows
+            .iter()
+            .zip(&keys.0)
+            .map(|(window, key)| counters[key.as_str()].in_window(window.start(*now)))
+            .collect();
+        let full = budget
+            .windows
+            .iter()
+            .zip(&current)
+            .position(|(window, count)| *count >= i64::from(window.limit));
+        let counts: Vec<Option<i64>> = match full {
+            Some(i) => current[..i]
+                .iter()
+                .copied()
+                .map(Some)
+                .chain([None])
+                .collect(),
+            None => budget
+                .windows
+                .iter()
+                .zip(&keys.0)
+                .zip(current)
+                .map(|((window, key), count)| {
+                    let counter = counters.get_mut(key.as_str()).expect("every key was read");
+                    *counter = Counter {
+                        start: Some(window.start(*now)),
+                        count: count + 1,
+                        changed: true,
+                    };
+                    Some(count + 1)
+                })
+                .collect(),
+        };
+        decisions.push(budget.decide(&counts, *now));
+    }
+
+    let changed: Vec<(&str, i64, i64)> = counters
+        .iter()
+        .filter(|(_, c)| c.changed)
+        .filter_map(|(key, c)| Some((*key, c.start?, c.count)))
+        .collect();
+    if !changed.is_empty() {
+        let json = serde_json::to_string(&changed).expect("keys and numbers serialize");
+        tx.prepare_cached(
+            "INSERT INTO rate_limit_counters (bucket, window_start, count)
+             SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),
+                    json_extract(value, '$[2]')
+             FROM json_each(?1) WHERE true
+             ON CONFLICT (bucket) DO UPDATE SET
+                 window_start = excluded.window_start, count = excluded.count",
+        )?
+        .execute([json])?;
+    }
+    Ok(decisions)
+}
+
+/// A bucket key's row as a batch sees it: read once, then changed in memory.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counter {
+    /// Start of the stored window (unix seconds); `None` without a row.
+    start: Option<i64>,
+    count: i64,
+    /// Must be written back.
+    changed: bool,
+}
+
+impl Counter {
+    /// The count in the window starting at `start`: 0 once the stored one ended.
+    fn in_window(&self, start: i64) -> i64 {
+        if self.start == Some(start) {
+            self.count
+        } else {
+            0
+        }
+    }
+}
+
+/// `["a","b"]`: the keys as one JSON array parameter (for `json_each`).
+fn json_array(keys: &[&str]) -> String {
+    serde_json::to_string(keys).expect("strings serialize")
 }
 
 /// The counts of `keys` in the windows containing `now`, without changing them
@@ -289,5 +395,94 @@ mod tests {
         assert_eq!(sweep(&tx, T0 + HOUR - 1, HOUR).unwrap(), 0);
         assert_eq!(sweep(&tx, T0 + HOUR, HOUR).unwrap(), 2);
         tx.commit().unwrap();
+    }
+
+    /// The reference a batch must match: each spend alone, peek then record.
+    fn one_at_a_time(
+        tx: &Transaction<'_>,
+        budget: &Budget,
+        keys: &BucketKeys,
+        now: i64,
+    ) -> Decision {
+        let current = peek(tx, budget, keys, now).unwrap();
+        let mut counts: Vec<Option<i64>> = Vec::new();
+        for (window, count) in budget.windows.iter().zip(&current) {
+            if *count >= i64::from(window.limit) {
+                counts.push(None);
+                return budget.decide(&counts, now);
+            }
+            counts.push(Some(*count));
+        }
+        let recorded = record(tx, budget, keys, now).unwrap();
+        budget.decide(&recorded.into_iter().map(Some).collect::<Vec<_>>(), now)
+    }
+
+    fn all_rows(conn: &Connection) -> Vec<(String, i64, i64)> {
+        let mut stmt = conn
+            .prepare("SELECT bucket, window_start, count FROM rate_limit_counters ORDER BY bucket")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_batch_decides_exactly_as_its_spends_one_at_a_time_would() {
+        let budget = Budget::search(3, 7);
+        let publish = Budget::publish(2, 4);
+        let clients: Vec<ClientIp> = ["192.0.2.1", "192.0.2.2", "2001:db8::9"]
+            .iter()
+            .map(|a| ClientIp::from_addr(a.parse().unwrap()))
+            .collect();
+        // Three clients, two budgets, clocks crossing minute boundaries and once
+        // going back a second (two handlers read the clock in the other order).
+        let mut spends = Vec::new();
+        for i in 0..60i64 {
+            let b = if i % 5 == 4 { &publish } else { &budget };
+            let now = T0 + 50 + i / 2 - i64::from(i == 33);
+            spends.push((b, b.keys(&clients[(i % 3) as usize]), now));
+        }
+        let (_d1, mut batched) = db();
+        let (_d2, mut single) = db();
+        for chunk in spends.chunks(17) {
+            let tx = batched.transaction().unwrap();
+            let got = spend_batch(&tx, chunk.iter().map(|(b, k, n)| (*b, k, *n))).unwrap();
+            tx.commit().unwrap();
+            let tx = single.transaction().unwrap();
+            let want: Vec<_> = chunk
+                .iter()
+                .map(|(b, k, n)| one_at_a_time(&tx, b, k, *n))
+                .collect();
+            tx.commit().unwrap();
+            assert_eq!(got, want);
+        }
+        assert_eq!(all_rows(&batched), all_rows(&single));
+        assert!(spends.len() == 60 && all_rows(&batched).len() == 12);
+    }
+
+    #[test]
+    fn a_batch_past_the_limit_admits_the_first_and_refuses_the_rest_writing_the_limit() {
+        let (_d, mut conn) = db();
+        let budget = Budget::search(20, 200);
+        let keys = budget.keys(&client());
+        let tx = conn.transaction().unwrap();
+        let decisions = spend_batch(&tx, (0..25).map(|_| (&budget, &keys, T0 + 5))).unwrap();
+        tx.commit().unwrap();
+        for (i, d) in decisions.iter().enumerate() {
+            if i < 20 {
+                assert_eq!(counts(d), vec![i as i64 + 1, i as i64 + 1]);
+            } else {
+                assert_eq!(
+                    *d,
+                    Decision::Refused {
+                        window: 0,
+                        retry_after: 55
+                    }
+                );
+            }
+        }
+        assert_eq!(row(&conn, &keys.0[0]), Some((T0, 20)));
+        assert_eq!(row(&conn, &keys.0[1]), Some((T0, 20)));
     }
 }

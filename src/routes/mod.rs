@@ -75,7 +75,16 @@ pub fn peer_is_trusted(req: &HttpRequest, trusted: &TrustedProxies) -> bool {
 /// The visitor's theme from the `theme` cookie: `"dark"` or `"light"` when chosen,
 /// `"auto"` (follow the system's `prefers-color-scheme`) when not.
 pub fn theme(req: &HttpRequest) -> &'static str {
-    match req.cookie("theme").as_ref().map(|c| c.value()) {
+    // Every page asks, so the `Cookie` headers are scanned in place rather than
+    // parsed into owned cookies (`HttpRequest::cookie`); the first `theme` wins.
+    let theme = req
+        .headers()
+        .get_all(actix_web::http::header::COOKIE)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|header| header.split(';'))
+        .filter_map(|pair| actix_web::cookie::Cookie::parse(pair.trim()).ok())
+        .find(|c| c.name() == "theme");
+    match theme.as_ref().map(|c| c.value()) {
         Some("dark") => "dark",
         Some("light") => "light",
         _ => "auto",
@@ -201,4 +210,32 @@ pub async fn not_found(state: actix_web::web::Data<AppState>, req: HttpRequest) 
         StatusCode::NOT_FOUND,
         "There is no page at this address.",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::test::TestRequest;
+
+    use super::theme;
+
+    #[test]
+    fn the_theme_cookie_is_found_among_others_and_anything_else_is_auto() {
+        for (cookies, want) in [
+            ("a=1; theme=dark; b=2", "dark"),
+            ("theme=light", "light"),
+            ("theme=neon", "auto"),
+            ("a=1;b=theme", "auto"),
+            ("", "auto"),
+        ] {
+            let req = TestRequest::default()
+                .insert_header(("cookie", cookies))
+                .to_http_request();
+            assert_eq!(theme(&req), want, "{cookies:?}");
+        }
+        let req = TestRequest::default()
+            .append_header(("cookie", "a=1"))
+            .append_header(("cookie", "theme=dark"))
+            .to_http_request();
+        assert_eq!(theme(&req), "dark");
+    }
 }

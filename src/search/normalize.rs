@@ -12,6 +12,30 @@ use unicode_normalization::UnicodeNormalization;
 /// one output string plus the NFKC/fold intermediates; the result holds only
 /// letters, numbers, combining marks and single ASCII spaces between words.
 pub fn normalize(s: &str) -> String {
+    if s.is_ascii() {
+        return normalize_ascii(s);
+    }
+    normalize_unicode(s)
+}
+
+/// [`normalize`] of ASCII text, which NFKC leaves as it is and case folding only
+/// lowercases: the same string without the Unicode tables (every search query
+/// typed on a US keyboard and most titles take this path).
+fn normalize_ascii(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for word in s
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(word.chars().map(|c| c.to_ascii_lowercase()));
+    }
+    out
+}
+
+fn normalize_unicode(s: &str) -> String {
     let nfkc: String = s.nfkc().collect();
     let folded = caseless::default_case_fold_str(&nfkc);
     let mut out = String::with_capacity(folded.len());
@@ -65,6 +89,20 @@ mod tests {
         assert_eq!(normalize("\u{2460}"), "1");
         // U+FDFA expands to 18 chars (with spaces) under NFKC.
         assert!(char_len(&normalize("\u{FDFA}")) > 10);
+    }
+
+    #[test]
+    fn the_ascii_path_agrees_with_the_unicode_path_on_every_ascii_char() {
+        let all: String = (0u8..128).map(char::from).collect();
+        let mut samples: Vec<String> = (0u8..128).map(|b| format!("a{}B", char::from(b))).collect();
+        samples.push(all.clone());
+        samples.push(all.chars().rev().collect());
+        samples.push("  Kubernetes--CLI (v1.2)\t_tool_ ".to_owned());
+        samples.push(String::new());
+        for s in &samples {
+            assert_eq!(normalize_ascii(s), normalize_unicode(s), "{s:?}");
+        }
+        assert_eq!(normalize("  Kubernetes--CLI (v1.2)"), "kubernetes cli v1 2");
     }
 
     #[test]

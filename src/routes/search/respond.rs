@@ -42,6 +42,22 @@ pub(super) fn rate_limit_headers(state: &AppState, trace: &Trace, response: &mut
     }
 }
 
+/// The new counts of an admitted spend as the search event shows them (`3/17`),
+/// formatted only when the event is recorded.
+struct Counts<'a>(&'a [crate::budget::WindowCount]);
+
+impl std::fmt::Display for Counts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, w) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("/")?;
+            }
+            write!(f, "{}", w.count)?;
+        }
+        Ok(())
+    }
+}
+
 fn wants_json(req: &HttpRequest) -> bool {
     req.headers()
         .get_all(header::ACCEPT)
@@ -69,12 +85,7 @@ pub(super) fn respond(
         _ => None,
     };
     let counts = trace.decision.as_ref().and_then(|d| match d {
-        crate::budget::Decision::Admitted(c) => Some(
-            c.iter()
-                .map(|w| w.count.to_string())
-                .collect::<Vec<_>>()
-                .join("/"),
-        ),
+        crate::budget::Decision::Admitted(c) => Some(Counts(c)),
         crate::budget::Decision::Refused { .. } => None,
     });
     tracing::info!(
@@ -82,7 +93,7 @@ pub(super) fn respond(
         outcome = &*label,
         status = kind.status.as_u16(),
         bucket = trace.bucket.as_deref(),
-        counts,
+        counts = counts.as_ref().map(tracing::field::display),
         cache,
         latency_ms,
         "search"
