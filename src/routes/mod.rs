@@ -163,10 +163,19 @@ pub fn render_html(
         .map_err(|e| template_failure(template, e))
 }
 
-/// What a rendered page depends on besides its template context: the theme and
-/// the path to come back to. Keys a cache of whole pages.
-pub fn page_variant(req: &HttpRequest) -> String {
-    format!("{}\u{0}{}", theme(req), back_param(req))
+/// What a rendered page depends on besides its template context — the theme and
+/// the path to come back to — followed by `rest` (what the caller's context
+/// depends on). Keys a cache of whole pages; one allocation.
+pub fn page_variant(req: &HttpRequest, rest: std::fmt::Arguments<'_>) -> String {
+    use std::fmt::Write as _;
+    let here = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    let mut out = String::with_capacity(here.len() + 48);
+    let _ = write!(out, "{}\u{0}{here}\u{0}{rest}", theme(req));
+    out
 }
 
 fn template_failure(template: &str, e: tera::Error) -> RenderFailed {

@@ -112,7 +112,60 @@ pub(super) fn html_response(
     outcome: &Outcome,
 ) -> HttpResponse {
     let kind = outcome.kind();
-    let mut ctx = SearchContext {
+    // Answers and refusals repeat: the page is looked up first, by everything it
+    // depends on, and the context is only built when it must be rendered.
+    let cached = match outcome {
+        Outcome::Answered {
+            page,
+            result,
+            snapshot,
+            cache,
+            display,
+        } => result.page(
+            crate::routes::page_variant(
+                req,
+                format_args!("{page}\u{0}{display}\u{0}{}", cache.as_str()),
+            ),
+            || {
+                let mut ctx = context(state, outcome);
+                answered(state, &mut ctx, result, *page, snapshot, cache.as_str());
+                render_html(state, req, "search.html", &ctx)
+            },
+        ),
+        // A flood of refusals repeats a few pages (one per second left).
+        Outcome::Refused {
+            window,
+            retry_after,
+            display,
+        } => state.refusal_pages.get_or_render(
+            crate::routes::page_variant(
+                req,
+                format_args!("{display}\u{0}{window}\u{0}{retry_after}"),
+            ),
+            || render_html(state, req, "search.html", &context(state, outcome)),
+        ),
+        _ => {
+            return render(
+                state,
+                req,
+                kind.status,
+                "search.html",
+                context(state, outcome),
+            )
+        }
+    };
+    match cached {
+        Ok(body) => HttpResponse::build(kind.status)
+            .content_type("text/html; charset=utf-8")
+            .body(body),
+        Err(failed) => failed.response(),
+    }
+}
+
+/// The context every outcome's page starts from.
+fn context<'a>(state: &'a AppState, outcome: &'a Outcome) -> SearchContext<'a> {
+    let kind = outcome.kind();
+    SearchContext {
         q: outcome.display(),
         outcome: kind.notice,
         heading: kind.title,
@@ -142,73 +195,35 @@ pub(super) fn html_response(
         prev_href: None,
         next_href: None,
         last_href: None,
-    };
-    if let Outcome::Answered {
-        page,
-        result,
-        snapshot,
-        cache,
-        ..
-    } = outcome
-    {
-        let page = *page;
-        // The page depends on nothing else: a repeated search is a copy of bytes.
-        let variant = format!(
-            "{}\u{0}{page}\u{0}{}\u{0}{}",
-            crate::routes::page_variant(req),
-            ctx.q,
-            cache.as_str()
-        );
-        let info = PageInfo::of(result, page);
-        ctx.total = result.result.total;
-        ctx.shown = info.shown;
-        ctx.truncated = ctx.total > info.shown;
-        ctx.cache = Some(cache.as_str());
-        ctx.page = page;
-        ctx.pages = info.pages;
-        ctx.first = info.first;
-        ctx.last = info.last;
-        ctx.capped = info.capped;
-        ctx.kept = result.result.rows.len();
-        let display = ctx.q;
-        ctx.prev_href = (page > 1 && info.shown > 0).then(|| page_href(display, page - 1));
-        ctx.next_href = (page < info.pages).then(|| page_href(display, page + 1));
-        ctx.last_href = (info.shown == 0 && ctx.total > 0).then(|| page_href(display, info.pages));
-        return match result.page(variant, || {
-            ctx.rows_html = result.html_rows(page, || rows_html(state, result, page, snapshot));
-            ctx.close_matches = has_close_matches(result, page, snapshot);
-            render_html(state, req, "search.html", &ctx)
-        }) {
-            Ok(body) => HttpResponse::build(kind.status)
-                .content_type("text/html; charset=utf-8")
-                .body(body),
-            Err(failed) => failed.response(),
-        };
     }
-    if let Outcome::Refused {
-        window,
-        retry_after,
-        ..
-    } = outcome
-    {
-        // A flood of refusals repeats a few pages (one per second left): render each
-        // once.
-        let variant = format!(
-            "{}\u{0}{}\u{0}{window}\u{0}{retry_after}",
-            crate::routes::page_variant(req),
-            ctx.q
-        );
-        return match state
-            .refusal_pages
-            .get_or_render(variant, || render_html(state, req, "search.html", &ctx))
-        {
-            Ok(body) => HttpResponse::build(kind.status)
-                .content_type("text/html; charset=utf-8")
-                .body(body),
-            Err(failed) => failed.response(),
-        };
-    }
-    render(state, req, kind.status, "search.html", ctx)
+}
+
+/// Fills `ctx` with page `page` of `result` over `snapshot`.
+fn answered<'a>(
+    state: &AppState,
+    ctx: &mut SearchContext<'a>,
+    result: &'a crate::actors::cache::CachedResult,
+    page: usize,
+    snapshot: &crate::search::corpus::Snapshot,
+    cache: &'static str,
+) {
+    let info = PageInfo::of(result, page);
+    ctx.total = result.result.total;
+    ctx.shown = info.shown;
+    ctx.truncated = ctx.total > info.shown;
+    ctx.cache = Some(cache);
+    ctx.page = page;
+    ctx.pages = info.pages;
+    ctx.first = info.first;
+    ctx.last = info.last;
+    ctx.capped = info.capped;
+    ctx.kept = result.result.rows.len();
+    let display = ctx.q;
+    ctx.prev_href = (page > 1 && info.shown > 0).then(|| page_href(display, page - 1));
+    ctx.next_href = (page < info.pages).then(|| page_href(display, page + 1));
+    ctx.last_href = (info.shown == 0 && ctx.total > 0).then(|| page_href(display, info.pages));
+    ctx.rows_html = result.html_rows(page, || rows_html(state, result, page, snapshot));
+    ctx.close_matches = has_close_matches(result, page, snapshot);
 }
 
 #[derive(Serialize)]
