@@ -136,8 +136,9 @@ impl Application {
             scorers.clone(),
             settings.search.result_limit,
             metrics.scoring_seconds.clone(),
-        )
-        .start();
+        );
+        let cache_view = cache.view();
+        let cache = cache.start();
         let budgets = Budgets {
             search: Arc::new(settings.search_budget.clone()),
             publish: Arc::new(settings.publish_budget.clone()),
@@ -154,6 +155,7 @@ impl Application {
             budget_store: budget_store.clone(),
             budgets,
             cache,
+            cache_view,
             scorers,
             corpus: corpus.clone(),
             trusted_proxies: settings.trusted_proxies.clone(),

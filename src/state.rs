@@ -9,6 +9,7 @@ use deadpool_sqlite::Pool;
 use tera::Tera;
 
 use crate::actors::cache::Cache;
+use crate::actors::cache_view::CacheView;
 use crate::actors::scorer::ScorerPool;
 use crate::budget::store::BudgetStore;
 use crate::budget::Budget;
@@ -31,6 +32,8 @@ pub struct AppState {
     pub budgets: Budgets,
     /// The result LRU and the single flight of each scoring (gate 5).
     pub cache: Addr<Cache>,
+    /// The Cache actor's entries, read by handlers for hits without a message.
+    pub cache_view: CacheView,
     /// The scoring slots (`SEARCH_CONCURRENCY`), for metrics and readiness.
     pub scorers: ScorerPool,
     /// The candidate snapshot, refreshed when the corpus generation moves.

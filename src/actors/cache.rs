@@ -15,6 +15,10 @@
 //! result and tells the waiters. A caller can vanish at any point (before its message
 //! is handled, while it waits, or never polled again) without leaving a key in flight.
 //!
+//! Hits need no message: the actor publishes its entries in a [`CacheView`] that
+//! handlers read, and applies the uses they log to its LRU order before it evicts
+//! (see [`super::cache_view`]). It stays the only writer of both.
+//!
 //! Admission: the request's admission permit travels in [`Lookup`]. A hit, a join or
 //! a busy answer drops it at once (the ceiling counts computations, not cheap
 //! waiters); a leader's permit moves into the flight and is dropped when the scoring
@@ -30,6 +34,7 @@ use hashlink::LruCache;
 use prometheus::Histogram;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
+use crate::actors::cache_view::{CacheView, Published};
 use crate::actors::scorer::ScorerPool;
 use crate::search::corpus::{Fingerprint, Snapshot};
 use crate::search::rank::{self, Marks, ScoredRow, SearchResult};
@@ -236,9 +241,22 @@ impl Message for Stats {
     type Result = CacheStats;
 }
 
+/// Apply the uses logged by hits to the LRU order now (sent by the hit that fills
+/// the log to [`crate::actors::cache_view::TOUCH_LOG_FLUSH`]).
+pub struct ApplyTouches;
+
+impl Message for ApplyTouches {
+    type Result = ();
+}
+
 /// The actor. Build it with [`Cache::new`] and start it on an actix arbiter.
 pub struct Cache {
-    lru: LruCache<CacheKey, Arc<CachedResult>>,
+    /// The LRU order: entry ids, least recently used first, with their keys. The
+    /// entries themselves are in `view`.
+    lru: LruCache<u64, CacheKey>,
+    capacity: usize,
+    next_id: u64,
+    view: CacheView,
     /// The waiters of each key being scored now; an entry exists exactly while its
     /// scoring future runs in this actor's context.
     flights: HashMap<CacheKey, Vec<oneshot::Sender<FlightOutcome>>>,
@@ -260,7 +278,10 @@ impl Cache {
         scoring_seconds: Histogram,
     ) -> Self {
         Self {
-            lru: LruCache::new(capacity.max(1)),
+            lru: LruCache::new_unbounded(),
+            capacity: capacity.max(1),
+            next_id: 0,
+            view: CacheView::default(),
             flights: HashMap::new(),
             scorers,
             result_limit,
@@ -268,10 +289,42 @@ impl Cache {
         }
     }
 
+    /// The view handlers find hits in (see [`super::cache_view`]).
+    pub fn view(&self) -> CacheView {
+        self.view.clone()
+    }
+
+    /// Moves the entries hits used since last time to the recent end, in the order
+    /// they were used; an id already evicted is skipped.
+    fn apply_touches(&mut self) {
+        for id in self.view.take_touches() {
+            self.lru.get(&id);
+        }
+    }
+
+    /// Stores `result` under `key`, evicting the least recently used entry when
+    /// full (after applying every logged use, so the choice is exact).
+    fn store(&mut self, key: CacheKey, result: Arc<CachedResult>) {
+        self.apply_touches();
+        if let Some(old) = self.view.get(&key) {
+            self.lru.remove(&old.id);
+        }
+        while self.lru.len() >= self.capacity {
+            let Some((_, evicted)) = self.lru.remove_lru() else {
+                break;
+            };
+            self.view.withdraw(&evicted);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.lru.insert(id, key.clone());
+        self.view.publish(key, Published { id, result });
+    }
+
     /// A flight ended: store a success in the LRU, tell every waiter, forget the key.
     fn finish(&mut self, key: CacheKey, outcome: FlightOutcome) {
         if let Ok(result) = &outcome {
-            self.lru.insert(key.clone(), result.clone());
+            self.store(key.clone(), result.clone());
         }
         for waiter in self.flights.remove(&key).unwrap_or_default() {
             // A waiter whose client went away dropped its receiver; nothing to do.
@@ -293,8 +346,11 @@ impl Handler<Lookup> for Cache {
             snapshot,
             admission,
         } = msg;
-        if let Some(result) = self.lru.get(&key) {
-            return MessageResult(Answer::Hit(result.clone()));
+        // Uses logged before this lookup come first in the LRU order.
+        self.apply_touches();
+        if let Some(entry) = self.view.get(&key) {
+            self.lru.get(&entry.id);
+            return MessageResult(Answer::Hit(entry.result));
         }
         if let Some(waiters) = self.flights.get_mut(&key) {
             // Forget joiners whose clients went away, so a long scoring under a
@@ -342,6 +398,14 @@ impl Handler<Lookup> for Cache {
             led: true,
             outcome: rx,
         })
+    }
+}
+
+impl Handler<ApplyTouches> for Cache {
+    type Result = ();
+
+    fn handle(&mut self, _: ApplyTouches, _: &mut Self::Context) {
+        self.apply_touches();
     }
 }
 

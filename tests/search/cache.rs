@@ -139,3 +139,59 @@ async fn writes_by_another_process_during_a_burst_never_yield_a_stale_title() {
         }
     }
 }
+
+/// The status of each search in `queries`, in order, from one client.
+async fn cache_statuses(app: &crate::helpers::TestApp, queries: &[&str]) -> Vec<String> {
+    let mut statuses = Vec::new();
+    for q in queries {
+        let r = app.search(q, CLIENT).await;
+        assert_eq!(r.status(), 200, "{q}");
+        statuses.push(header(&r, "x-search-cache").unwrap_or("none").to_owned());
+    }
+    statuses
+}
+
+#[actix_web::test]
+async fn a_full_cache_evicts_the_least_recently_used_entry_counting_hits_as_uses() {
+    let app = crate::helpers::spawn_app_with(|s| s.search.cache_entries = 2).await;
+    // a, b stored; a hit (read without asking the actor) makes b the oldest; c evicts b.
+    assert_eq!(
+        cache_statuses(&app, &["kubernetes", "redis", "kubernetes", "postgres"]).await,
+        ["miss", "miss", "hit", "miss"]
+    );
+    assert_eq!(app.cache_stats().await.entries, 2);
+    assert_eq!(
+        cache_statuses(&app, &["kubernetes", "postgres", "redis"]).await,
+        ["hit", "hit", "miss"],
+        "redis was the least recently used"
+    );
+    // Now kubernetes is the oldest (postgres and redis were used after it).
+    assert_eq!(
+        cache_statuses(&app, &["postgres", "kubernetes"]).await,
+        ["hit", "miss"]
+    );
+    assert_eq!(app.faults.scorings(), 5);
+}
+
+#[actix_web::test]
+async fn hits_past_the_touch_log_bound_keep_the_lru_order_exact() {
+    use agent_pages::actors::cache_view::TOUCH_LOG_FLUSH;
+    let app = crate::helpers::spawn_app_with(|s| {
+        s.search.cache_entries = 2;
+        s.search_budget.set_limit("minute", 1_000_000);
+        s.search_budget.set_limit("hour", 1_000_000);
+    })
+    .await;
+    assert_eq!(
+        cache_statuses(&app, &["kubernetes", "redis"]).await,
+        ["miss", "miss"]
+    );
+    // More hits on kubernetes than the log holds, then one on redis: kubernetes is
+    // now the oldest, whether its uses were applied on the flush or at eviction.
+    let many = vec!["kubernetes"; TOUCH_LOG_FLUSH + 5];
+    assert!(cache_statuses(&app, &many).await.iter().all(|s| s == "hit"));
+    assert_eq!(
+        cache_statuses(&app, &["redis", "postgres", "redis", "kubernetes"]).await,
+        ["hit", "miss", "hit", "miss"]
+    );
+}

@@ -118,6 +118,20 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         match_copy: query.match_copy().to_owned(),
         fingerprint: snapshot.fingerprint,
     };
+    // A hit is read from the entries the Cache actor published; only a miss asks it.
+    if let Some(hit) = state.cache_view.hit(&key) {
+        if hit.flush {
+            state.cache.do_send(cache::ApplyTouches);
+        }
+        drop(admission);
+        return Outcome::Answered {
+            display,
+            page,
+            result: hit.result,
+            snapshot,
+            cache: CacheStatus::Hit,
+        };
+    }
     let lookup = cache::Lookup {
         key,
         snapshot: snapshot.clone(),
