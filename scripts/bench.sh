@@ -7,11 +7,13 @@
 #
 # Workloads (each `wrk -t2 -cN -dD`, two rounds):
 #   hit    one fixed query, every answer a cache hit        vs the bare handler
-#          serving the very page the hit returns (same bytes)
+#          serving the very page the hit returns (same bytes); each wrk thread is
+#          one client (X-Forwarded-For from scripts/wrk-clients.lua, fresh clients
+#          each round), so no run fills a minute window (1,000,000 at most)
 #   429    one client whose minute window is full           vs the same bare handler
-#   busy   distinct misses from N connections, 1 scorer slot, over --corpus (100k
-#          titles recommended): the 503's p50/p99 (from examples/loadgen, which
-#          splits latency by outcome)
+#   busy   distinct misses from N connections, one client each, 1 scorer slot,
+#          over --corpus (100k titles recommended): the 503's p50/p99 (from
+#          examples/loadgen, which splits latency by outcome)
 #   writes 20 API updates a second of existing pages while 4 clients search:
 #          search p50/p99 for hits and misses (examples/loadgen --write-rate)
 # Prints req/s and latency per workload and the ratios to the bare handler.
@@ -59,15 +61,19 @@ start() {
 
 stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; pids=(); }
 
-# wrk_rps URL [wrk args]: prints "req/s p50 p99" (latency in ms).
+# wrk_rps URL [wrk options] [-- script args]: prints "req/s p50 p99 non2xx"
+# (latency in ms; non2xx counts answers that were not 2xx/3xx).
 wrk_rps() {
   local target=$1; shift
-  wrk -t2 -c"$connections" -d"${duration}s" --latency "$@" "$target" >"$work/wrk.out" 2>&1
-  local rps p50 p99
+  local opts=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+  wrk -t2 -c"$connections" -d"${duration}s" --latency "${opts[@]}" "$target" "$@" >"$work/wrk.out" 2>&1
+  local rps p50 p99 non
   rps=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out")
   p50=$(awk '$1=="50%" {print $2}' "$work/wrk.out")
   p99=$(awk '$1=="99%" {print $2}' "$work/wrk.out")
-  echo "$rps $p50 $p99"
+  non=$(awk '/Non-2xx/ {print $NF}' "$work/wrk.out")
+  echo "$rps $p50 $p99 ${non:-0}"
 }
 
 db="$work/demo.sqlite3"
@@ -79,15 +85,18 @@ stop_all
 query="kubernetes"
 echo "# hit: one query, cache hits"
 start hit env AGENT_PAGES_DATABASE="$db" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
-  SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 "$bin" serve
+  TRUSTED_PROXY_CIDRS=127.0.0.1 SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 \
+  "$bin" serve
 curl -s "$url/search?q=$query" -o "$work/hit.html"
 hit_url=$url
 start bare "$bare" --body "$work/hit.html"
 bare_url=$url
 printf '%-8s %-10s %12s %9s %9s\n' workload server req/s p50 p99
 for round in 1 2; do
-  read -r b_rps b50 b99 < <(wrk_rps "$bare_url/search?q=$query")
-  read -r h_rps h50 h99 < <(wrk_rps "$hit_url/search?q=$query")
+  clients=(-s scripts/wrk-clients.lua)
+  read -r b_rps b50 b99 _ < <(wrk_rps "$bare_url/search?q=$query" "${clients[@]}" -- "$round")
+  read -r h_rps h50 h99 h_non < <(wrk_rps "$hit_url/search?q=$query" "${clients[@]}" -- "$round")
+  [ "$h_non" = 0 ] || echo "warning: $h_non hit answers were not 200: the ratio is not of hits" >&2
   printf '%-8s %-10s %12s %9s %9s\n' hit bare "$b_rps" "$b50" "$b99" hit agent-pages "$h_rps" "$h50" "$h99"
   echo "hit ratio (round $round): $(awk -v a="$h_rps" -v b="$b_rps" 'BEGIN{printf "%.2f", a/b}')"
 done
@@ -102,8 +111,8 @@ refused_url=$url
 start bare429 "$bare" --body "$work/refused.html"
 bare_url=$url
 for round in 1 2; do
-  read -r b_rps b50 b99 < <(wrk_rps "$bare_url/search?q=$query")
-  read -r r_rps r50 r99 < <(wrk_rps "$refused_url/search?q=$query")
+  read -r b_rps b50 b99 _ < <(wrk_rps "$bare_url/search?q=$query")
+  read -r r_rps r50 r99 _ < <(wrk_rps "$refused_url/search?q=$query")
   printf '%-8s %-10s %12s %9s %9s\n' 429 bare "$b_rps" "$b50" "$b99" 429 agent-pages "$r_rps" "$r50" "$r99"
   echo "429 ratio (round $round): $(awk -v a="$r_rps" -v b="$b_rps" 'BEGIN{printf "%.2f", a/b}')"
 done
@@ -115,10 +124,11 @@ if [ -n "$corpus" ]; then
   AGENT_PAGES_DATABASE="$big" "$bin" import "$corpus" >/dev/null 2>&1 || true
   echo "# busy: $connections connections of distinct misses, 1 scorer slot"
   start busy env AGENT_PAGES_DATABASE="$big" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
-    SEARCH_CONCURRENCY=1 SEARCH_MAX_IN_FLIGHT=1024 TRUSTED_PROXY_CIDRS=127.0.0.1 "$bin" serve
+    SEARCH_CONCURRENCY=1 SEARCH_MAX_IN_FLIGHT=1024 TRUSTED_PROXY_CIDRS=127.0.0.1 \
+    SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 "$bin" serve
   for round in 1 2; do
     "$loadgen" --url "$url" --mode distinct --concurrency "$connections" --requests 4000 \
-      --clients 4000 --query "round$round"
+      --clients "$connections" --query "round$round"
   done
   stop_all
   echo "# writes: 20 updates/s while 4 clients search (hits and misses)"

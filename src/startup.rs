@@ -168,7 +168,7 @@ impl Application {
             pin_turns: Default::default(),
             storage,
             markdown: crate::markdown::MarkdownCache::default(),
-            refusal_pages: crate::templates::PageCache::new(256),
+            notice_pages: crate::templates::StencilCache::new(256),
         });
         // Ready means a search can be answered at full speed: the candidate snapshot
         // is built before the server is handed back (and `listening on` printed).

@@ -59,8 +59,9 @@ pub struct AppState {
     pub storage: crate::db::storage::Storage,
     /// Rendered Markdown of recently shown page versions.
     pub markdown: crate::markdown::MarkdownCache,
-    /// Rendered 429 pages, shared by a flood of identical refusals.
-    pub refusal_pages: crate::templates::PageCache,
+    /// The pages of 429s, 503s and other notices, as stencils to fill with the
+    /// query (`templates::Stencil`).
+    pub notice_pages: crate::templates::StencilCache,
 }
 
 /// The three budgets, shared with the store calls that count them.

@@ -18,39 +18,117 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("error.html", include_str!("../templates/error.html")),
 ];
 
-/// Rendered pages that many requests share (a refusal page, by its query, theme and
-/// seconds left), keyed by what they depend on; the least recently used go first.
-pub struct PageCache {
-    pages: std::sync::Mutex<hashlink::LruCache<String, actix_web::web::Bytes>>,
+/// A page rendered once with placeholders where the query and the return path
+/// go, filled per request: the notice pages of `/search` (429, 503s, too short…)
+/// differ between requests only by those two, and rendering the template was most
+/// of a 503's time under load.
+#[derive(Debug)]
+pub struct Stencil {
+    parts: Vec<Part>,
 }
 
-impl PageCache {
-    /// A cache of at most `capacity` pages (at least 1).
+#[derive(Debug)]
+enum Part {
+    Text(String),
+    Query,
+    Back,
+}
+
+impl Stencil {
+    /// What to render in place of the query (the template's `q`): text no
+    /// template filter or HTML escaping changes.
+    pub const QUERY: &'static str = "\u{E000}agent-pages:q\u{E000}";
+    /// What to render in place of the return path (the template's `back`).
+    pub const BACK: &'static str = "\u{E000}agent-pages:back\u{E000}";
+
+    /// Cuts a page rendered with [`Self::QUERY`] and [`Self::BACK`] at them.
+    /// `None` when the query never appears or a placeholder came out changed (a
+    /// filter touched it): such a page must be rendered per request.
+    pub fn cut(rendered: &str) -> Option<Self> {
+        let mut parts = Vec::new();
+        let mut rest = rendered;
+        let mut queries = 0;
+        while let Some(at) = rest.find('\u{E000}') {
+            let (text, marked) = rest.split_at(at);
+            parts.push(Part::Text(text.to_owned()));
+            if let Some(after) = marked.strip_prefix(Self::QUERY) {
+                parts.push(Part::Query);
+                queries += 1;
+                rest = after;
+            } else if let Some(after) = marked.strip_prefix(Self::BACK) {
+                parts.push(Part::Back);
+                rest = after;
+            } else {
+                return None;
+            }
+        }
+        parts.push(Part::Text(rest.to_owned()));
+        (queries > 0).then_some(Self { parts })
+    }
+
+    /// The page for `query` and `back`, each HTML-escaped as the template would.
+    pub fn fill(&self, query: &str, back: &str) -> String {
+        let query = tera::escape_html(query);
+        let back = tera::escape_html(back);
+        let len = self
+            .parts
+            .iter()
+            .map(|p| match p {
+                Part::Text(t) => t.len(),
+                Part::Query => query.len(),
+                Part::Back => back.len(),
+            })
+            .sum();
+        let mut out = String::with_capacity(len);
+        for part in &self.parts {
+            out.push_str(match part {
+                Part::Text(t) => t,
+                Part::Query => &query,
+                Part::Back => &back,
+            });
+        }
+        out
+    }
+}
+
+/// Stencils by what else their page depends on (theme, outcome, seconds left);
+/// the least recently used go first.
+pub struct StencilCache {
+    stencils: std::sync::Mutex<hashlink::LruCache<String, std::sync::Arc<Stencil>>>,
+}
+
+impl StencilCache {
+    /// A cache of at most `capacity` stencils (at least 1).
     pub fn new(capacity: usize) -> Self {
         Self {
-            pages: std::sync::Mutex::new(hashlink::LruCache::new(capacity.max(1))),
+            stencils: std::sync::Mutex::new(hashlink::LruCache::new(capacity.max(1))),
         }
     }
 
-    /// The page kept for `key`, or the one `render` makes (kept when it succeeds).
-    pub fn get_or_render<E>(
+    /// The stencil kept for `key`, or the one cut from what `render` makes (kept
+    /// when it succeeds). `Ok(None)`: the page cannot be a stencil (see
+    /// [`Stencil::cut`]); render it per request.
+    pub fn get_or_cut<E>(
         &self,
-        key: String,
+        key: &str,
         render: impl FnOnce() -> Result<String, E>,
-    ) -> Result<actix_web::web::Bytes, E> {
-        if let Some(body) = self
-            .pages
-            .lock()
-            .ok()
-            .and_then(|mut p| p.get(&key).cloned())
-        {
-            return Ok(body);
+    ) -> Result<Option<std::sync::Arc<Stencil>>, E> {
+        if let Some(stencil) = self.lock().get(key).cloned() {
+            return Ok(Some(stencil));
         }
-        let body = actix_web::web::Bytes::from(render()?);
-        if let Ok(mut pages) = self.pages.lock() {
-            pages.insert(key, body.clone());
-        }
-        Ok(body)
+        let Some(stencil) = Stencil::cut(&render()?).map(std::sync::Arc::new) else {
+            return Ok(None);
+        };
+        self.lock().insert(key.to_owned(), stencil.clone());
+        Ok(Some(stencil))
+    }
+
+    // An insert or a lookup cannot leave the LRU half-changed: a poisoned lock is
+    // used as is.
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, hashlink::LruCache<String, std::sync::Arc<Stencil>>> {
+        self.stencils.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

@@ -97,7 +97,7 @@ pub const SITE_DESCRIPTION: &str =
 
 /// The request's path and query, percent-encoded for a `?back=` parameter, so the
 /// theme switch can return to this page.
-fn back_param(req: &HttpRequest) -> String {
+pub fn back_param(req: &HttpRequest) -> String {
     let here = req
         .uri()
         .path_and_query()
@@ -144,10 +144,28 @@ pub fn render_html(
     template: &str,
     context: impl Serialize,
 ) -> Result<String, RenderFailed> {
+    render_with(
+        &state.templates,
+        theme(req),
+        &back_param(req),
+        template,
+        context,
+    )
+}
+
+/// [`render_html`] with the theme and the return path given (`back`, already
+/// percent-encoded) rather than read from a request.
+pub fn render_with(
+    templates: &tera::Tera,
+    theme: &str,
+    back: &str,
+    template: &str,
+    context: impl Serialize,
+) -> Result<String, RenderFailed> {
     let mut ctx =
         tera::Context::from_serialize(context).map_err(|e| template_failure(template, e))?;
-    ctx.insert("theme", theme(req));
-    ctx.insert("back", &back_param(req));
+    ctx.insert("theme", theme);
+    ctx.insert("back", back);
     if !ctx.contains_key("q") {
         ctx.insert("q", "");
     }
@@ -157,8 +175,7 @@ pub fn render_html(
     if !ctx.contains_key("og_title") {
         ctx.insert("og_title", "agent-pages");
     }
-    state
-        .templates
+    templates
         .render(template, &ctx)
         .map_err(|e| template_failure(template, e))
 }

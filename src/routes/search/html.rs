@@ -12,9 +12,10 @@ use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
 use super::{displayed_rows, has_close_matches, Outcome, PageInfo};
-use crate::routes::{render, render_html};
+use crate::routes::{render, render_html, render_with};
 use crate::state::AppState;
 use crate::templates::format_time;
+use crate::templates::Stencil;
 
 #[derive(Serialize)]
 struct SearchContext<'a> {
@@ -132,18 +133,20 @@ pub(super) fn html_response(
                 render_html(state, req, "search.html", &ctx)
             },
         ),
-        // A flood of refusals repeats a few pages (one per second left).
-        Outcome::Refused {
-            window,
-            retry_after,
-            display,
-        } => state.refusal_pages.get_or_render(
-            crate::routes::page_variant(
-                req,
-                format_args!("{display}\u{0}{window}\u{0}{retry_after}"),
-            ),
-            || render_html(state, req, "search.html", &context(state, outcome)),
-        ),
+        // Floods of refusals and 503s differ only by query and return path: their
+        // page is a stencil per theme, outcome and seconds left.
+        Outcome::Refused { display, .. }
+        | Outcome::Overloaded { display }
+        | Outcome::BudgetUnavailable { display }
+        | Outcome::Busy { display }
+        | Outcome::TooShort { display }
+        | Outcome::TooLong { display }
+        | Outcome::BadPage { display }
+        | Outcome::Failed { display }
+            if !display.is_empty() =>
+        {
+            notice_page(state, req, outcome, display)
+        }
         _ => {
             return render(
                 state,
@@ -160,6 +163,39 @@ pub(super) fn html_response(
             .body(body),
         Err(failed) => failed.response(),
     }
+}
+
+/// The page of a notice outcome for a non-empty `display`, filled into the stencil
+/// of its theme, outcome and seconds left (cut on first use).
+fn notice_page(
+    state: &AppState,
+    req: &HttpRequest,
+    outcome: &Outcome,
+    display: &str,
+) -> Result<actix_web::web::Bytes, crate::routes::RenderFailed> {
+    let theme = crate::routes::theme(req);
+    let key = format!(
+        "{theme}\u{0}{}\u{0}{:?}",
+        outcome.label(&state.budgets.search),
+        outcome.retry_after()
+    );
+    let stencil = state.notice_pages.get_or_cut(&key, || {
+        let mut ctx = context(state, outcome);
+        ctx.q = Stencil::QUERY;
+        render_with(&state.templates, theme, Stencil::BACK, "search.html", &ctx)
+    })?;
+    let back = crate::routes::back_param(req);
+    Ok(match stencil {
+        Some(stencil) => stencil.fill(display, &back),
+        None => render_with(
+            &state.templates,
+            theme,
+            &back,
+            "search.html",
+            &context(state, outcome),
+        )?,
+    }
+    .into())
 }
 
 /// The context every outcome's page starts from.
@@ -261,4 +297,66 @@ fn rows_html(
             tracing::error!(error = ?e, "result rows failed to render");
             String::new()
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn notice(q: &'static str) -> SearchContext<'static> {
+        SearchContext {
+            q,
+            outcome: "busy",
+            heading: "Search is busy",
+            message: "Every scorer is busy: try again in a second.".to_owned(),
+            retry_after: Some(1),
+            window: None,
+            rows_html: "",
+            total: 0,
+            shown: 0,
+            truncated: false,
+            cache: None,
+            page: 1,
+            pages: 1,
+            first: 0,
+            last: 0,
+            capped: false,
+            kept: 0,
+            close_matches: false,
+            prev_href: None,
+            next_href: None,
+            last_href: None,
+        }
+    }
+
+    #[test]
+    fn a_filled_stencil_is_the_page_a_full_render_makes() {
+        let tera = crate::templates::load().unwrap();
+        let render = |ctx: &SearchContext, back: &str| {
+            render_with(&tera, "dark", back, "search.html", ctx).unwrap()
+        };
+        let stencil = Stencil::cut(&render(&notice(Stencil::QUERY), Stencil::BACK)).unwrap();
+        for q in [
+            "kubernetes",
+            "<script>alert('x')</script> & \"quotes\" / more",
+            "Straße ünïcödé 名前",
+            "{{ q }} {% raw %}",
+            "\u{E000}agent-pages:q\u{E000}",
+        ] {
+            let back = percent_encoding::utf8_percent_encode(
+                &format!("/search?q={q}"),
+                percent_encoding::NON_ALPHANUMERIC,
+            )
+            .to_string();
+            let q: &'static str = Box::leak(q.to_owned().into_boxed_str());
+            assert_eq!(stencil.fill(q, &back), render(&notice(q), &back), "{q:?}");
+        }
+    }
+
+    #[test]
+    fn a_page_whose_placeholder_was_changed_is_no_stencil() {
+        assert!(Stencil::cut("<p>\u{E000}agent-pages:Q\u{E000}</p>").is_none());
+        assert!(Stencil::cut("<p>no query here</p>").is_none());
+        assert!(Stencil::cut(&format!("<p>{}</p>", Stencil::QUERY)).is_some());
+    }
 }
