@@ -17,8 +17,11 @@
 //! - a miss still goes to the actor ([`super::cache::Lookup`]), which decides
 //!   joins, new scorings and 503s alone, as before.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
+
+// foldhash (hashbrown's default, randomly seeded per process) rather than SipHash:
+// every hit hashes its key here.
+use foldhash::HashMap;
 
 use super::cache::{CacheKey, CachedResult};
 

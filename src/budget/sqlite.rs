@@ -4,7 +4,9 @@
 //! Every statement is `prepare_cached`: they run on every budgeted request, and
 //! compiling them was a tenth of a cache hit's time.
 
-use std::collections::HashMap;
+// foldhash (hashbrown's default, randomly seeded) rather than SipHash: the batch's
+// keys are hashed a few times per spend.
+use foldhash::{HashMap, HashMapExt};
 
 use rusqlite::{Connection, Transaction};
 
@@ -56,6 +58,7 @@ pub fn spend_batch<'a>(
         let bucket: String = row.get(0)?;
         if let Some(counter) = counters.get_mut(bucket.as_str()) {
             counter.start = Some(row.get(1)?);
+            counter.stored_start = counter.start;
             counter.count = row.get(2)?;
         }
     }
@@ -88,11 +91,9 @@ pub fn spend_batch<'a>(
                 .zip(current)
                 .map(|((window, key), count)| {
                     let counter = counters.get_mut(key.as_str()).expect("every key was read");
-                    *counter = Counter {
-                        start: Some(window.start(*now)),
-                        count: count + 1,
-                        changed: true,
-                    };
+                    counter.start = Some(window.start(*now));
+                    counter.count = count + 1;
+                    counter.changed = true;
                     Some(count + 1)
                 })
                 .collect(),
@@ -100,13 +101,29 @@ pub fn spend_batch<'a>(
         decisions.push(budget.decide(&counts, *now));
     }
 
-    let changed: Vec<(&str, i64, i64)> = counters
-        .iter()
-        .filter(|(_, c)| c.changed)
-        .filter_map(|(key, c)| Some((*key, c.start?, c.count)))
-        .collect();
-    if !changed.is_empty() {
-        let json = serde_json::to_string(&changed).expect("keys and numbers serialize");
+    // Rows still in their stored window change only their count: writing
+    // `window_start` too would rewrite its index, doubling the pages each commit
+    // writes to the WAL.
+    let (mut same_window, mut new_window) = (Vec::new(), Vec::new());
+    for (key, c) in counters.iter().filter(|(_, c)| c.changed) {
+        let Some(start) = c.start else { continue };
+        if c.stored_start == c.start {
+            same_window.push((*key, c.count));
+        } else {
+            new_window.push((*key, start, c.count));
+        }
+    }
+    if !same_window.is_empty() {
+        let json = serde_json::to_string(&same_window).expect("keys and numbers serialize");
+        tx.prepare_cached(
+            "UPDATE rate_limit_counters SET count = json_extract(j.value, '$[1]')
+             FROM json_each(?1) AS j
+             WHERE bucket = json_extract(j.value, '$[0]')",
+        )?
+        .execute([json])?;
+    }
+    if !new_window.is_empty() {
+        let json = serde_json::to_string(&new_window).expect("keys and numbers serialize");
         tx.prepare_cached(
             "INSERT INTO rate_limit_counters (bucket, window_start, count)
              SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),
@@ -123,8 +140,10 @@ pub fn spend_batch<'a>(
 /// A bucket key's row as a batch sees it: read once, then changed in memory.
 #[derive(Debug, Default, Clone, Copy)]
 struct Counter {
-    /// Start of the stored window (unix seconds); `None` without a row.
+    /// Start of the window `count` is in (unix seconds); `None` without a row.
     start: Option<i64>,
+    /// `start` as read from the row (`None` without a row).
+    stored_start: Option<i64>,
     count: i64,
     /// Must be written back.
     changed: bool,
