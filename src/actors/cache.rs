@@ -305,20 +305,25 @@ impl Cache {
     /// Stores `result` under `key`, evicting the least recently used entry when
     /// full (after applying every logged use, so the choice is exact).
     fn store(&mut self, key: CacheKey, result: Arc<CachedResult>) {
-        self.apply_touches();
-        if let Some(old) = self.view.get(&key) {
-            self.lru.remove(&old.id);
-        }
-        while self.lru.len() >= self.capacity {
-            let Some((_, evicted)) = self.lru.remove_lru() else {
-                break;
-            };
-            self.view.withdraw(&evicted);
-        }
         let id = self.next_id;
         self.next_id += 1;
-        self.lru.insert(id, key.clone());
-        self.view.publish(key, Published { id, result });
+        let (lru, capacity) = (&mut self.lru, self.capacity);
+        self.view.update(|entries, touches| {
+            for used in touches {
+                lru.get(&used);
+            }
+            if let Some(old) = entries.get(&key) {
+                lru.remove(&old.id);
+            }
+            while lru.len() >= capacity {
+                let Some((_, evicted)) = lru.remove_lru() else {
+                    break;
+                };
+                entries.remove(&evicted);
+            }
+            lru.insert(id, key.clone());
+            entries.insert(key, Published { id, result });
+        });
     }
 
     /// A flight ended: store a success in the LRU, tell every waiter, forget the key.

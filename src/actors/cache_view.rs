@@ -62,11 +62,14 @@ impl CacheView {
     /// The entry published for `key`, its use logged for the LRU; `None` when the
     /// actor holds no such entry (a miss: ask the actor).
     pub fn hit(&self, key: &CacheKey) -> Option<Hit> {
-        let published = self.read().get(key).cloned()?;
+        // The use is logged before the read lock is released: an eviction (under
+        // the write lock, see `update`) sees every use of what it may remove.
+        let entries = self.read();
+        let published = entries.get(key)?;
         let mut touches = self.touches();
         touches.push(published.id);
         Some(Hit {
-            result: published.result,
+            result: published.result.clone(),
             flush: touches.len() == TOUCH_LOG_FLUSH,
         })
     }
@@ -77,14 +80,17 @@ impl CacheView {
         self.read().get(key).cloned()
     }
 
-    /// Makes `entry` findable under `key`.
-    pub(super) fn publish(&self, key: CacheKey, entry: Published) {
-        self.write().insert(key, entry);
-    }
-
-    /// Withdraws the entry under `key` (evicted).
-    pub(super) fn withdraw(&self, key: &CacheKey) {
-        self.write().remove(key);
+    /// Runs `change` on the entries, locked for writing, with the uses logged so
+    /// far (taken from the log, oldest first). No hit is between reading an entry
+    /// and logging its use meanwhile, so `change` sees every use of the entries it
+    /// may remove.
+    pub(super) fn update<R>(
+        &self,
+        change: impl FnOnce(&mut HashMap<CacheKey, Published>, Vec<u64>) -> R,
+    ) -> R {
+        let mut entries = self.write();
+        let touches = self.take_touches();
+        change(&mut entries, touches)
     }
 
     /// The logged uses, oldest first, leaving the log empty.

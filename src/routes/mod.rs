@@ -75,16 +75,7 @@ pub fn peer_is_trusted(req: &HttpRequest, trusted: &TrustedProxies) -> bool {
 /// The visitor's theme from the `theme` cookie: `"dark"` or `"light"` when chosen,
 /// `"auto"` (follow the system's `prefers-color-scheme`) when not.
 pub fn theme(req: &HttpRequest) -> &'static str {
-    // Every page asks, so the `Cookie` headers are scanned in place rather than
-    // parsed into owned cookies (`HttpRequest::cookie`); the first `theme` wins.
-    let theme = req
-        .headers()
-        .get_all(actix_web::http::header::COOKIE)
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|header| header.split(';'))
-        .filter_map(|pair| actix_web::cookie::Cookie::parse(pair.trim()).ok())
-        .find(|c| c.name() == "theme");
-    match theme.as_ref().map(|c| c.value()) {
+    match req.cookie("theme").as_ref().map(|c| c.value()) {
         Some("dark") => "dark",
         Some("light") => "light",
         _ => "auto",
@@ -251,6 +242,8 @@ mod tests {
             ("theme=light", "light"),
             ("theme=neon", "auto"),
             ("a=1;b=theme", "auto"),
+            ("theme=%64ark", "dark"),
+            ("theme=dark; name=José", "dark"),
             ("", "auto"),
         ] {
             let req = TestRequest::default()

@@ -53,3 +53,38 @@ async fn the_query_is_escaped_wherever_it_is_shown() {
             || body.contains("&lt;script&gt;")
     );
 }
+
+#[actix_web::test]
+async fn notice_pages_that_share_a_status_keep_their_own_words_and_query() {
+    // Notice pages are stencils filled with the query; a too-long query and a bad
+    // page number are both 400 and must not share one.
+    let app = spawn_app().await;
+    let long = "a".repeat(65);
+    let cases = [
+        (
+            "q=widget&page=0".to_owned(),
+            "The page number must be a whole number from 1.",
+            "widget",
+        ),
+        (
+            format!("q={long}"),
+            "Search text can be at most 64 characters.",
+            long.as_str(),
+        ),
+        (
+            "q=gadget&page=x".to_owned(),
+            "The page number must be a whole number from 1.",
+            "gadget",
+        ),
+    ];
+    for (raw, words, shown) in cases {
+        let r = app.search_raw(&raw, "203.0.113.77").await;
+        assert_eq!(r.status(), 400, "{raw}");
+        let body = r.text().await.unwrap();
+        assert!(body.contains(words), "{raw}: {body}");
+        assert!(
+            body.contains(&format!("value=\"{shown}\"")),
+            "{raw}: {body}"
+        );
+    }
+}

@@ -174,9 +174,14 @@ fn notice_page(
     display: &str,
 ) -> Result<actix_web::web::Bytes, crate::routes::RenderFailed> {
     let theme = crate::routes::theme(req);
+    // Everything the page shows besides the query and return path: two outcomes
+    // may share a label (`400`) but not their words.
+    let kind = outcome.kind();
     let key = format!(
-        "{theme}\u{0}{}\u{0}{:?}",
-        outcome.label(&state.budgets.search),
+        "{theme}\u{0}{}\u{0}{}\u{0}{}\u{0}{:?}",
+        kind.notice,
+        kind.title,
+        outcome.message(&state.budgets.search),
         outcome.retry_after()
     );
     let stencil = state.notice_pages.get_or_cut(&key, || {
