@@ -127,7 +127,7 @@ if [ -n "$corpus" ]; then
     SEARCH_CONCURRENCY=1 SEARCH_MAX_IN_FLIGHT=1024 TRUSTED_PROXY_CIDRS=127.0.0.1 \
     SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 "$bin" serve
   for round in 1 2; do
-    "$loadgen" --url "$url" --mode distinct --concurrency "$connections" --requests 20000 \
+    "$loadgen" --url "$url" --mode distinct --concurrency "$connections" --requests 100000 \
       --clients "$connections" --query "round$round"
   done
   stop_all

@@ -149,11 +149,15 @@ impl Application {
             .map(|b| b.horizon())
             .max()
             .unwrap_or(0);
+        let search_policy =
+            actix_web::http::header::HeaderValue::from_str(&budgets.search.policy_header())
+                .context("formatting RateLimit-Policy")?;
         let state = web::Data::new(AppState {
             pool,
             templates: templates::load().context("parsing templates")?,
             budget_store: budget_store.clone(),
             budgets,
+            search_policy,
             cache,
             cache_view,
             scorers,

@@ -30,6 +30,9 @@ pub struct AppState {
     pub budget_store: BudgetStore,
     /// The budgets' windows and key prefixes.
     pub budgets: Budgets,
+    /// `RateLimit-Policy` of the search budget, formatted once (it never changes
+    /// while the server runs).
+    pub search_policy: actix_web::http::header::HeaderValue,
     /// The result LRU and the single flight of each scoring (gate 5).
     pub cache: Addr<Cache>,
     /// The Cache actor's entries, read by handlers for hits without a message.

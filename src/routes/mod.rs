@@ -75,6 +75,10 @@ pub fn peer_is_trusted(req: &HttpRequest, trusted: &TrustedProxies) -> bool {
 /// The visitor's theme from the `theme` cookie: `"dark"` or `"light"` when chosen,
 /// `"auto"` (follow the system's `prefers-color-scheme`) when not.
 pub fn theme(req: &HttpRequest) -> &'static str {
+    // Most requests carry no cookie: skip parsing (and caching) an empty jar.
+    if !req.headers().contains_key(actix_web::http::header::COOKIE) {
+        return "auto";
+    }
     match req.cookie("theme").as_ref().map(|c| c.value()) {
         Some("dark") => "dark",
         Some("light") => "light",
@@ -251,6 +255,7 @@ mod tests {
                 .to_http_request();
             assert_eq!(theme(&req), want, "{cookies:?}");
         }
+        assert_eq!(theme(&TestRequest::default().to_http_request()), "auto");
         let req = TestRequest::default()
             .append_header(("cookie", "a=1"))
             .append_header(("cookie", "theme=dark"))

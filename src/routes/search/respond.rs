@@ -30,15 +30,13 @@ pub(super) fn rate_limit_headers(state: &AppState, trace: &Trace, response: &mut
     let Some(decision) = &trace.decision else {
         return;
     };
-    let budget = &state.budgets.search;
     let headers = response.headers_mut();
-    for (name, value) in [
-        ("ratelimit-policy", budget.policy_header()),
-        ("ratelimit", budget.state_header(decision)),
-    ] {
-        if let Ok(v) = header::HeaderValue::from_str(&value) {
-            headers.insert(header::HeaderName::from_static(name), v);
-        }
+    headers.insert(
+        header::HeaderName::from_static("ratelimit-policy"),
+        state.search_policy.clone(),
+    );
+    if let Ok(v) = header::HeaderValue::from_str(&state.budgets.search.state_header(decision)) {
+        headers.insert(header::HeaderName::from_static("ratelimit"), v);
     }
 }
 
