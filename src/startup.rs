@@ -149,15 +149,14 @@ impl Application {
             .map(|b| b.horizon())
             .max()
             .unwrap_or(0);
-        let search_policy =
-            actix_web::http::header::HeaderValue::from_str(&budgets.search.policy_header())
-                .context("formatting RateLimit-Policy")?;
+        let policies =
+            crate::state::RateLimitPolicies::of(&budgets).context("formatting RateLimit-Policy")?;
         let state = web::Data::new(AppState {
             pool,
             templates: templates::load().context("parsing templates")?,
             budget_store: budget_store.clone(),
             budgets,
-            search_policy,
+            policies,
             cache,
             cache_view,
             scorers,

@@ -30,9 +30,9 @@ pub struct AppState {
     pub budget_store: BudgetStore,
     /// The budgets' windows and key prefixes.
     pub budgets: Budgets,
-    /// `RateLimit-Policy` of the search budget, formatted once (it never changes
-    /// while the server runs).
-    pub search_policy: actix_web::http::header::HeaderValue,
+    /// `RateLimit-Policy` of the search and publish budgets, formatted once (they
+    /// never change while the server runs).
+    pub policies: RateLimitPolicies,
     /// The result LRU and the single flight of each scoring (gate 5).
     pub cache: Addr<Cache>,
     /// The Cache actor's entries, read by handlers for hits without a message.
@@ -65,6 +65,26 @@ pub struct AppState {
     /// The pages of 429s, 503s and other notices, as stencils to fill with the
     /// query (`templates::Stencil`).
     pub notice_pages: crate::templates::StencilCache,
+}
+
+/// The `RateLimit-Policy` header values of the budgets answers carry
+/// ([`Budget::policy_header`]).
+#[derive(Debug, Clone)]
+pub struct RateLimitPolicies {
+    pub search: actix_web::http::header::HeaderValue,
+    pub publish: actix_web::http::header::HeaderValue,
+}
+
+impl RateLimitPolicies {
+    /// Formats the policies of `budgets`. Errors: a window name that is not a
+    /// valid header value (a configuration defect).
+    pub fn of(budgets: &Budgets) -> Result<Self, actix_web::http::header::InvalidHeaderValue> {
+        use actix_web::http::header::HeaderValue;
+        Ok(Self {
+            search: HeaderValue::from_str(&budgets.search.policy_header())?,
+            publish: HeaderValue::from_str(&budgets.publish.policy_header())?,
+        })
+    }
 }
 
 /// The three budgets, shared with the store calls that count them.

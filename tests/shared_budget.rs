@@ -92,6 +92,25 @@ fn stored(redis: &RedisServer, client: &str, window: usize) -> Option<(i64, i64)
 
 /// Waits until the Redis server's clock is at most 40 s into its minute, so a test
 /// that needs one minute (and one hour) window has 20 s before the boundary.
+/// Searches with `search` until one is a 200 (within `READY_DEADLINE`), every
+/// answer before it a 503.
+async fn until_searches_succeed<F, Fut>(search: F, meanwhile: &str, never: &str)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = reqwest::Result<reqwest::Response>>,
+{
+    let deadline = Instant::now() + support::READY_DEADLINE;
+    loop {
+        let status = search().await.unwrap().status();
+        if status == 200 {
+            return;
+        }
+        assert_eq!(status, 503, "{meanwhile}");
+        assert!(Instant::now() < deadline, "{never}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn wait_for_a_fresh_minute(redis: &RedisServer) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while redis.time().rem_euclid(60) > 40 {
@@ -280,16 +299,12 @@ async fn redis_stopped_is_503_budget_unavailable_logged_once_and_redis_back_is_s
     assert_eq!(app.process.count_lines("budget store unavailable"), 1);
 
     redis.start_again();
-    let deadline = Instant::now() + support::READY_DEADLINE;
-    loop {
-        let status = search().await.unwrap().status();
-        if status == 200 {
-            break;
-        }
-        assert_eq!(status, 503, "while Redis comes back");
-        assert!(Instant::now() < deadline, "searches never succeeded again");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_searches_succeed(
+        search,
+        "while Redis comes back",
+        "searches never succeeded again",
+    )
+    .await;
     app.process.wait_for_line("budget store answers again");
     let readyz = http
         .get(format!("{}/readyz", app.url))
@@ -343,16 +358,7 @@ async fn the_service_starts_while_redis_is_down_and_counts_once_it_is_up() {
     );
 
     redis.start_again();
-    let deadline = Instant::now() + support::READY_DEADLINE;
-    loop {
-        let status = search().await.unwrap().status();
-        if status == 200 {
-            break;
-        }
-        assert_eq!(status, 503, "while Redis comes up");
-        assert!(Instant::now() < deadline, "searches never succeeded");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_searches_succeed(search, "while Redis comes up", "searches never succeeded").await;
     assert_eq!(stored(&redis, client, 0).map(|v| v.1), Some(1));
 }
 

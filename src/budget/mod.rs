@@ -68,19 +68,11 @@ impl Budget {
 
     /// The bucket keys of `client`, one per window in order.
     pub fn keys(&self, client: &ClientIp) -> BucketKeys {
-        // Runs on every budgeted request: no intermediate strings.
-        let mut text = IpText::default();
-        let owned;
-        let ip = if write!(text, "{client}").is_ok() {
-            text.as_str()
-        } else {
-            owned = client.to_string();
-            owned.as_str()
-        };
+        let ip = client.to_string();
         BucketKeys(
             self.windows
                 .iter()
-                .map(|w| sha256_hex(&[self.prefix, "-", &w.tag, ":", ip]))
+                .map(|w| sha256_hex(&[self.prefix, "-", &w.tag, ":", &ip]))
                 .collect(),
         )
     }
@@ -197,38 +189,6 @@ fn sha256_hex(parts: &[&str]) -> String {
         out.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
     out
-}
-
-/// A client IP's text on the stack (an IPv6 /64 network is at most 24 bytes);
-/// longer text does not fit and the caller falls back to a `String`.
-struct IpText {
-    buf: [u8; 64],
-    len: usize,
-}
-
-impl Default for IpText {
-    fn default() -> Self {
-        Self {
-            buf: [0; 64],
-            len: 0,
-        }
-    }
-}
-
-impl IpText {
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
-    }
-}
-
-impl std::fmt::Write for IpText {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.len + s.len();
-        let dest = self.buf.get_mut(self.len..end).ok_or(std::fmt::Error)?;
-        dest.copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -12,19 +12,6 @@ use rusqlite::{Connection, Transaction};
 
 use super::{BucketKeys, Budget, Decision};
 
-/// Tries to count one request in every window of `budget` for `keys` at `now`:
-/// [`spend_batch`] of one spend.
-/// Errors: SQLite errors only.
-pub fn spend(
-    tx: &Transaction<'_>,
-    budget: &Budget,
-    keys: &BucketKeys,
-    now: i64,
-) -> rusqlite::Result<Decision> {
-    let mut decisions = spend_batch(tx, [(budget, keys, now)])?;
-    Ok(decisions.remove(0))
-}
-
 /// Decides `spends` — each `(budget, keys, now)`: count one request in every window
 /// of `budget` for `keys` at `now` (unix seconds) — in order, as if each ran
 /// [`peek`] then [`record`] alone: a spend is admitted only when every one of its
@@ -271,7 +258,8 @@ mod tests {
 
     fn try_spend(conn: &mut Connection, budget: &Budget, now: i64) -> Decision {
         let tx = conn.transaction().unwrap();
-        let out = spend(&tx, budget, &budget.keys(&client()), now).unwrap();
+        let keys = budget.keys(&client());
+        let out = spend_batch(&tx, [(budget, &keys, now)]).unwrap().remove(0);
         if matches!(out, Decision::Admitted(_)) {
             tx.commit().unwrap();
         }

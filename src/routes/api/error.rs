@@ -66,7 +66,7 @@ pub enum ApiError {
     PublishRateLimited {
         window: String,
         retry_after: i64,
-        policy: String,
+        policy: actix_web::http::header::HeaderValue,
         state: String,
     },
     /// The budget store did not answer in time: try again in a second.
@@ -295,7 +295,7 @@ impl ResponseError for ApiError {
         };
         let mut response = problem.response();
         if let ApiError::PublishRateLimited { policy, state, .. } = self {
-            super::publish_budget::insert_headers(&mut response, policy, state);
+            crate::routes::insert_rate_limit_headers(&mut response, policy, state);
         }
         if let ApiError::MethodNotAllowed { allow } = self {
             response

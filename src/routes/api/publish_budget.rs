@@ -4,7 +4,7 @@
 //! same client identity as search. A refusal is 429 `/problems/publish-rate-limited`
 //! with `Retry-After` and `RateLimit` headers.
 
-use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::http::header::HeaderValue;
 use actix_web::{HttpRequest, HttpResponse};
 
 use super::error::ApiError;
@@ -16,25 +16,15 @@ use crate::state::AppState;
 /// put on its answer.
 #[derive(Debug, Clone)]
 pub struct Spent {
-    policy: String,
+    policy: HeaderValue,
     state: String,
 }
 
 impl Spent {
     /// `response` with this spend's `RateLimit-Policy` and `RateLimit` headers.
     pub fn headers(&self, mut response: HttpResponse) -> HttpResponse {
-        insert_headers(&mut response, &self.policy, &self.state);
+        crate::routes::insert_rate_limit_headers(&mut response, &self.policy, &self.state);
         response
-    }
-}
-
-/// Inserts `RateLimit-Policy: policy` and `RateLimit: state`.
-pub fn insert_headers(response: &mut HttpResponse, policy: &str, state: &str) {
-    let headers = response.headers_mut();
-    for (name, value) in [("ratelimit-policy", policy), ("ratelimit", state)] {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            headers.insert(HeaderName::from_static(name), v);
-        }
     }
 }
 
@@ -55,7 +45,7 @@ pub async fn spend(state: &AppState, req: &HttpRequest) -> Result<Spent, ApiErro
         .await
         .map_err(ApiError::from)?;
     let spent = Spent {
-        policy: budget.policy_header(),
+        policy: state.policies.publish.clone(),
         state: budget.state_header(&decision),
     };
     match decision {

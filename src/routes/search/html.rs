@@ -206,36 +206,59 @@ fn notice_page(
 /// The context every outcome's page starts from.
 fn context<'a>(state: &'a AppState, outcome: &'a Outcome) -> SearchContext<'a> {
     let kind = outcome.kind();
-    SearchContext {
-        q: outcome.display(),
-        outcome: kind.notice,
-        heading: kind.title,
-        message: outcome.message(&state.budgets.search).into_owned(),
-        retry_after: outcome.retry_after(),
-        window: match outcome {
-            Outcome::Refused { window, .. } => state
-                .budgets
-                .search
-                .windows
-                .get(*window)
-                .map(|w| w.name.as_ref()),
-            _ => None,
-        },
-        rows_html: "",
-        total: 0,
-        shown: 0,
-        truncated: false,
-        cache: None,
-        page: 1,
-        pages: 1,
-        first: 0,
-        last: 0,
-        capped: false,
-        kept: 0,
-        close_matches: false,
-        prev_href: None,
-        next_href: None,
-        last_href: None,
+    let window = match outcome {
+        Outcome::Refused { window, .. } => state
+            .budgets
+            .search
+            .windows
+            .get(*window)
+            .map(|w| w.name.as_ref()),
+        _ => None,
+    };
+    SearchContext::notice(
+        outcome.display(),
+        kind.notice,
+        kind.title,
+        outcome.message(&state.budgets.search).into_owned(),
+        outcome.retry_after(),
+        window,
+    )
+}
+
+impl<'a> SearchContext<'a> {
+    /// A page without results: the query, the outcome's notice style, heading
+    /// and words, its `Retry-After` seconds and refusing window, if any.
+    fn notice(
+        q: &'a str,
+        outcome: &'static str,
+        heading: &'static str,
+        message: String,
+        retry_after: Option<i64>,
+        window: Option<&'a str>,
+    ) -> Self {
+        Self {
+            q,
+            outcome,
+            heading,
+            message,
+            retry_after,
+            window,
+            rows_html: "",
+            total: 0,
+            shown: 0,
+            truncated: false,
+            cache: None,
+            page: 1,
+            pages: 1,
+            first: 0,
+            last: 0,
+            capped: false,
+            kept: 0,
+            close_matches: false,
+            prev_href: None,
+            next_href: None,
+            last_href: None,
+        }
     }
 }
 
@@ -309,29 +332,14 @@ mod tests {
     use super::*;
 
     fn notice(q: &'static str) -> SearchContext<'static> {
-        SearchContext {
+        SearchContext::notice(
             q,
-            outcome: "busy",
-            heading: "Search is busy",
-            message: "Every scorer is busy: try again in a second.".to_owned(),
-            retry_after: Some(1),
-            window: None,
-            rows_html: "",
-            total: 0,
-            shown: 0,
-            truncated: false,
-            cache: None,
-            page: 1,
-            pages: 1,
-            first: 0,
-            last: 0,
-            capped: false,
-            kept: 0,
-            close_matches: false,
-            prev_href: None,
-            next_href: None,
-            last_href: None,
-        }
+            "busy",
+            "Search is busy",
+            "Every scorer is busy: try again in a second.".to_owned(),
+            Some(1),
+            None,
+        )
     }
 
     #[test]

@@ -30,14 +30,11 @@ pub(super) fn rate_limit_headers(state: &AppState, trace: &Trace, response: &mut
     let Some(decision) = &trace.decision else {
         return;
     };
-    let headers = response.headers_mut();
-    headers.insert(
-        header::HeaderName::from_static("ratelimit-policy"),
-        state.search_policy.clone(),
+    crate::routes::insert_rate_limit_headers(
+        response,
+        &state.policies.search,
+        &state.budgets.search.state_header(decision),
     );
-    if let Ok(v) = header::HeaderValue::from_str(&state.budgets.search.state_header(decision)) {
-        headers.insert(header::HeaderName::from_static("ratelimit"), v);
-    }
 }
 
 /// The new counts of an admitted spend as the search event shows them (`3/17`),
