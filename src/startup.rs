@@ -12,8 +12,8 @@ use anyhow::Context as _;
 use tracing_actix_web::TracingLogger;
 
 use crate::actors::cache::Cache;
-use crate::actors::rate_limiter::RateLimiter;
 use crate::actors::scorer::ScorerPool;
+use crate::budget::rate_limiter::RateLimiter;
 use crate::budget::redis::RedisCounters;
 use crate::budget::store::{BudgetStore, StoreError};
 use crate::clock::Clock;

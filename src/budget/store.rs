@@ -25,10 +25,10 @@ use std::sync::{Arc, Mutex};
 use actix::Addr;
 use hashlink::LruCache;
 
+pub use super::rate_limiter::CountMode;
+use super::rate_limiter::{self, RateLimiter};
 use super::redis::RedisCounters;
 use super::{BucketKeys, Budget, Decision};
-pub use crate::actors::rate_limiter::CountMode;
-use crate::actors::rate_limiter::{self, RateLimiter};
 use crate::db::DbError;
 
 /// Why a budget operation has no answer. Callers answer 503 or 500 by kind; the
