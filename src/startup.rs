@@ -13,9 +13,10 @@ use tracing_actix_web::TracingLogger;
 
 use crate::actors::cache::Cache;
 use crate::actors::scorer::ScorerPool;
+use crate::budget::error::StoreError;
 use crate::budget::rate_limiter::RateLimiter;
 use crate::budget::redis::RedisCounters;
-use crate::budget::store::{BudgetStore, StoreError};
+use crate::budget::store::BudgetStore;
 use crate::clock::Clock;
 use crate::configuration::Settings;
 use crate::metrics::Metrics;

@@ -8,6 +8,7 @@
 //! only if every window is under its limit, and then counts one in all of them
 //! (both-or-neither, however many windows there are).
 
+pub mod error;
 pub mod rate_limiter;
 pub mod redis;
 pub mod sqlite;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
-use crate::budget::store::StoreError;
+use crate::budget::error::StoreError;
 use crate::state::AppState;
 
 /// How long `/readyz` waits for the budget store's answer.

@@ -8,7 +8,7 @@ use actix_web::http::header::HeaderValue;
 use actix_web::{HttpRequest, HttpResponse};
 
 use super::error::ApiError;
-use crate::budget::store::StoreError;
+use crate::budget::error::StoreError;
 use crate::budget::Decision;
 use crate::state::AppState;
 

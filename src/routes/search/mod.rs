@@ -19,7 +19,7 @@ use std::time::Instant;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::actors::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
-use crate::budget::store::StoreError;
+use crate::budget::error::StoreError;
 use crate::budget::Decision;
 use crate::db::pages::Candidate;
 use crate::search::corpus::Snapshot;
