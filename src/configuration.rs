@@ -124,7 +124,7 @@ pub struct Settings {
     /// Test-only fault injection: called with the match copy at the start of every
     /// scoring, inside the scorer slot (may panic or block).
     #[cfg(feature = "fault-injection")]
-    pub scoring_hook: Option<crate::actors::scorer::ScoringHook>,
+    pub scoring_hook: Option<crate::search::scorer::ScoringHook>,
 }
 
 /// The search limits of SPEC §2 other than the budget.

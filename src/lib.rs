@@ -4,9 +4,8 @@
 //! One search request reads top to bottom through [`routes::search`], which calls
 //! the gates in order: [`search::query`] (1), [`search::client_ip`] (2),
 //! [`budget`] through [`budget::store`] (3/4), [`search::corpus`] and
-//! [`actors::cache`] (5), then [`actors::scorer`] running [`search::rank`].
+//! [`search::cache`] (5), then [`search::scorer`] running [`search::rank`].
 
-pub mod actors;
 pub mod budget;
 pub mod cli;
 pub mod clock;

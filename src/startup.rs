@@ -11,8 +11,6 @@ use actix_web::{middleware, web, App, HttpServer};
 use anyhow::Context as _;
 use tracing_actix_web::TracingLogger;
 
-use crate::actors::cache::Cache;
-use crate::actors::scorer::ScorerPool;
 use crate::budget::error::StoreError;
 use crate::budget::rate_limiter::RateLimiter;
 use crate::budget::redis::RedisCounters;
@@ -20,7 +18,9 @@ use crate::budget::store::BudgetStore;
 use crate::clock::Clock;
 use crate::configuration::Settings;
 use crate::metrics::Metrics;
+use crate::search::cache::Cache;
 use crate::search::corpus::Corpus;
+use crate::search::scorer::ScorerPool;
 use crate::state::{AppState, Budgets};
 use crate::telemetry::PathOnlyRootSpan;
 use crate::{db, import, routes, templates};

@@ -8,16 +8,16 @@ use actix::Addr;
 use deadpool_sqlite::Pool;
 use tera::Tera;
 
-use crate::actors::cache::Cache;
-use crate::actors::cache_view::CacheView;
-use crate::actors::scorer::ScorerPool;
 use crate::budget::store::BudgetStore;
 use crate::budget::Budget;
 use crate::clock::Clock;
 use crate::configuration::SearchSettings;
 use crate::metrics::Metrics;
+use crate::search::cache::view::CacheView;
+use crate::search::cache::Cache;
 use crate::search::client_ip::TrustedProxies;
 use crate::search::corpus::Corpus;
+use crate::search::scorer::ScorerPool;
 
 /// The service's shared state; one per process, behind `web::Data`.
 pub struct AppState {

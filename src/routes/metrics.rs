@@ -2,7 +2,7 @@
 
 use actix_web::{web, HttpResponse};
 
-use crate::actors::cache::Stats;
+use crate::search::cache::Stats;
 use crate::state::AppState;
 
 /// Sets the gauges from the live state, then encodes every metric.

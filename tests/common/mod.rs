@@ -264,10 +264,10 @@ impl TestApp {
     }
 
     /// The Cache actor's counts: LRU entries, keys being scored, waiters on them.
-    pub async fn cache_stats(&self) -> agent_pages::actors::cache::CacheStats {
+    pub async fn cache_stats(&self) -> agent_pages::search::cache::CacheStats {
         self.state
             .cache
-            .send(agent_pages::actors::cache::Stats)
+            .send(agent_pages::search::cache::Stats)
             .await
             .unwrap()
     }

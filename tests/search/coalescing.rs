@@ -230,7 +230,7 @@ async fn requests_reset_at_every_point_of_their_handler_leave_no_key_in_flight()
 
 #[actix_web::test]
 async fn a_lookup_whose_caller_is_gone_before_or_after_the_decision_leaves_no_flight() {
-    use agent_pages::actors::cache::{CacheKey, Lookup};
+    use agent_pages::search::cache::{CacheKey, Lookup};
     let app = one_slot().await;
     let snapshot = app.state.corpus.peek();
     let key = |q: &str| CacheKey {

@@ -266,7 +266,7 @@ impl<'a> SearchContext<'a> {
 fn answered<'a>(
     state: &AppState,
     ctx: &mut SearchContext<'a>,
-    result: &'a crate::actors::cache::CachedResult,
+    result: &'a crate::search::cache::CachedResult,
     page: usize,
     snapshot: &crate::search::corpus::Snapshot,
     cache: &'static str,
@@ -299,7 +299,7 @@ struct RowsContext {
 /// per cache entry and page; a template error is logged and leaves the table out.
 fn rows_html(
     state: &AppState,
-    result: &crate::actors::cache::CachedResult,
+    result: &crate::search::cache::CachedResult,
     page_no: usize,
     snapshot: &crate::search::corpus::Snapshot,
 ) -> String {

@@ -13,8 +13,8 @@ use actix_web::HttpResponse;
 use serde::Serialize;
 
 use super::{displayed_rows, has_close_matches, Outcome, PageInfo};
-use crate::actors::cache::CachedResult;
 use crate::routes::problem::Problem;
+use crate::search::cache::CachedResult;
 use crate::search::corpus::Snapshot;
 use crate::state::AppState;
 

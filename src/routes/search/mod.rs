@@ -18,10 +18,10 @@ use std::time::Instant;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::actors::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
 use crate::budget::error::StoreError;
 use crate::budget::Decision;
 use crate::db::pages::Candidate;
+use crate::search::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
 use crate::search::corpus::Snapshot;
 use crate::search::query::{Gate1, SearchQuery};
 use crate::search::rank::{Marks, ScoredRow};

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use actix_web::http::StatusCode;
 
-use crate::actors::cache::CachedResult;
 use crate::budget::Budget;
+use crate::search::cache::CachedResult;
 use crate::search::corpus::Snapshot;
 
 /// Where an answer came from: the LRU, a scoring this request led, or a scoring

@@ -17,12 +17,14 @@
 //!
 //! Hits need no message: the actor publishes its entries in a [`CacheView`] that
 //! handlers read, and applies the uses they log to its LRU order before it evicts
-//! (see [`super::cache_view`]). It stays the only writer of both.
+//! (see [`view`]). It stays the only writer of both.
 //!
 //! Admission: the request's admission permit travels in [`Lookup`]. A hit, a join or
 //! a busy answer drops it at once (the ceiling counts computations, not cheap
 //! waiters); a leader's permit moves into the flight and is dropped when the scoring
 //! ends, however it ends.
+
+pub mod view;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -34,10 +36,10 @@ use hashlink::LruCache;
 use prometheus::Histogram;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
-use crate::actors::cache_view::{CacheView, Published};
-use crate::actors::scorer::ScorerPool;
 use crate::search::corpus::{Fingerprint, Snapshot};
 use crate::search::rank::{self, Marks, ScoredRow, SearchResult};
+use crate::search::scorer::ScorerPool;
+use view::{CacheView, Published};
 
 /// A cache key: the normalized query and the fingerprint of the corpus it was scored
 /// over. A change to any candidate's id set or version changes the fingerprint, so a
@@ -242,7 +244,7 @@ impl Message for Stats {
 }
 
 /// Apply the uses logged by hits to the LRU order now (sent by the hit that fills
-/// the log to [`crate::actors::cache_view::TOUCH_LOG_FLUSH`]).
+/// the log to [`view::TOUCH_LOG_FLUSH`]).
 pub struct ApplyTouches;
 
 impl Message for ApplyTouches {
@@ -289,7 +291,7 @@ impl Cache {
         }
     }
 
-    /// The view handlers find hits in (see [`super::cache_view`]).
+    /// The view handlers find hits in (see [`view`]).
     pub fn view(&self) -> CacheView {
         self.view.clone()
     }

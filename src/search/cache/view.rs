@@ -14,7 +14,7 @@
 //!   the order they were used, before it evicts anything (and whenever the log
 //!   grows past [`TOUCH_LOG_FLUSH`]). Eviction therefore picks exactly the entry a
 //!   single-owner LRU would have picked;
-//! - a miss still goes to the actor ([`super::cache::Lookup`]), which decides
+//! - a miss still goes to the actor ([`super::Lookup`]), which decides
 //!   joins, new scorings and 503s alone, as before.
 
 use std::sync::{Arc, Mutex, RwLock};
@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, RwLock};
 // every hit hashes its key here.
 use foldhash::HashMap;
 
-use super::cache::{CacheKey, CachedResult};
+use super::{CacheKey, CachedResult};
 
 /// Touches logged before a hit asks the actor to apply them (the log's bound under
 /// a stream of hits that never evicts).
