@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, RwLock};
 // every hit hashes its key here.
 use foldhash::HashMap;
 
-use super::{CacheKey, CachedResult};
+use super::entry::{CacheKey, CachedResult};
 
 /// Touches logged before a hit asks the actor to apply them (the log's bound under
 /// a stream of hits that never evicts).
