@@ -57,7 +57,7 @@ pub struct AppState {
     /// The argon2 slots of this process (`pin::CONCURRENT_HASHES`).
     pub hash_slots: crate::pin::HashSlots,
     /// One PIN check at a time per client (striped), so the failure limit holds.
-    pub pin_turns: crate::routes::api::pin_check::PinTurns,
+    pub pin_turns: crate::pin::PinTurns,
     /// The database file as opened at start, to tell when it is gone or replaced.
     pub storage: crate::db::storage::Storage,
     /// Rendered Markdown of recently shown page versions.

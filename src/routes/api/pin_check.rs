@@ -2,7 +2,6 @@
 //! client, argon2 off the executor, and logs that show only the hashed client key.
 
 use actix_web::HttpRequest;
-use tokio::sync::Mutex;
 
 use super::error::ApiError;
 use crate::budget::store::CountMode;
@@ -13,26 +12,6 @@ use crate::state::AppState;
 
 /// The request header that carries a page's PIN.
 pub const PIN_HEADER: &str = "X-Page-Pin";
-
-/// Per-client turns, striped by bucket key. One client's checks run one at a time,
-/// so each reads a failure count that includes all of its earlier attempts: the
-/// limit holds however many requests a client sends at once. Clients that share a
-/// stripe only wait for each other. One per process, in the app state.
-#[derive(Debug, Clone)]
-pub struct PinTurns(std::sync::Arc<[Mutex<()>; 64]>);
-
-impl Default for PinTurns {
-    fn default() -> Self {
-        Self(std::sync::Arc::new([const { Mutex::const_new(()) }; 64]))
-    }
-}
-
-impl PinTurns {
-    fn turn(&self, bucket: &str) -> &Mutex<()> {
-        let n = usize::from_str_radix(&bucket[..4], 16).expect("hex bucket key");
-        &self.0[n % self.0.len()]
-    }
-}
 
 /// Lets the request change the page `slug` if its `X-Page-Pin` is the page's PIN;
 /// returns the page id.
