@@ -7,6 +7,7 @@ pub mod ledger;
 pub mod metrics;
 pub mod origin;
 pub mod problem;
+pub mod rate_limit_headers;
 pub mod search;
 pub mod security_headers;
 pub mod theme;
@@ -173,21 +174,6 @@ pub fn render_with(
     templates
         .render(template, &ctx)
         .map_err(|e| template_failure(template, e))
-}
-
-/// Inserts `RateLimit-Policy: policy` and `RateLimit: state`
-/// (draft-ietf-httpapi-ratelimit-headers), on search and publish answers alike.
-pub fn insert_rate_limit_headers(
-    response: &mut HttpResponse,
-    policy: &actix_web::http::header::HeaderValue,
-    state: &str,
-) {
-    use actix_web::http::header::{HeaderName, HeaderValue};
-    let headers = response.headers_mut();
-    headers.insert(HeaderName::from_static("ratelimit-policy"), policy.clone());
-    if let Ok(v) = HeaderValue::from_str(state) {
-        headers.insert(HeaderName::from_static("ratelimit"), v);
-    }
 }
 
 /// What a rendered page depends on besides its template context — the theme and

@@ -295,7 +295,7 @@ impl ResponseError for ApiError {
         };
         let mut response = problem.response();
         if let ApiError::PublishRateLimited { policy, state, .. } = self {
-            crate::routes::insert_rate_limit_headers(&mut response, policy, state);
+            crate::routes::rate_limit_headers::insert(&mut response, policy, state);
         }
         if let ApiError::MethodNotAllowed { allow } = self {
             response

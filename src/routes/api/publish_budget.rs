@@ -23,7 +23,7 @@ pub struct Spent {
 impl Spent {
     /// `response` with this spend's `RateLimit-Policy` and `RateLimit` headers.
     pub fn headers(&self, mut response: HttpResponse) -> HttpResponse {
-        crate::routes::insert_rate_limit_headers(&mut response, &self.policy, &self.state);
+        crate::routes::rate_limit_headers::insert(&mut response, &self.policy, &self.state);
         response
     }
 }
