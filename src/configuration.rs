@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
 use crate::clock::{Clock, SystemClock};
+use crate::request_limits::RequestLimits;
 use crate::search::client_ip::TrustedProxies;
 
 /// Where the database lives unless `AGENT_PAGES_DATABASE` says otherwise.
@@ -134,25 +135,6 @@ pub struct SearchSettings {
     pub cache_entries: usize,
     pub result_limit: usize,
     pub max_in_flight: usize,
-}
-
-/// Bounds on reading request bodies (`AGENT_PAGES_BODY_TIMEOUT_SECS`,
-/// `AGENT_PAGES_MAX_OPEN_BODIES`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RequestLimits {
-    /// A body must have arrived in full this long after its reading began.
-    pub body_timeout: Duration,
-    /// Bodies being read at once in the process.
-    pub max_open_bodies: usize,
-}
-
-impl Default for RequestLimits {
-    fn default() -> Self {
-        Self {
-            body_timeout: Duration::from_secs(10),
-            max_open_bodies: 128,
-        }
-    }
 }
 
 impl Default for SearchSettings {

@@ -16,6 +16,7 @@ pub mod import;
 pub mod markdown;
 pub mod metrics;
 pub mod pin;
+pub mod request_limits;
 pub mod routes;
 pub mod search;
 pub mod startup;

@@ -32,7 +32,7 @@ pub struct BodyGate {
 
 impl BodyGate {
     /// A gate with `limits.body_timeout` and `limits.max_open_bodies` slots.
-    pub fn new(limits: crate::configuration::RequestLimits) -> Self {
+    pub fn new(limits: crate::request_limits::RequestLimits) -> Self {
         Self {
             deadline: limits.body_timeout,
             cap: limits.max_open_bodies,
