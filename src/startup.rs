@@ -167,7 +167,7 @@ impl Application {
             clock: settings.clock.clone(),
             admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
             metrics,
-            bodies: routes::api::body::BodyGate::new(settings.requests),
+            bodies: crate::request_limits::BodyGate::new(settings.requests),
             hash_slots: Default::default(),
             pin_turns: Default::default(),
             storage,

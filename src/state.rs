@@ -53,7 +53,7 @@ pub struct AppState {
     /// The Prometheus registry and handles.
     pub metrics: Arc<Metrics>,
     /// The deadline and the cap on open bodies of API request bodies.
-    pub bodies: crate::routes::api::body::BodyGate,
+    pub bodies: crate::request_limits::BodyGate,
     /// The argon2 slots of this process (`pin::CONCURRENT_HASHES`).
     pub hash_slots: crate::pin::HashSlots,
     /// One PIN check at a time per client (striped), so the failure limit holds.
