@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
+use crate::client_ip::TrustedProxies;
 use crate::clock::{Clock, SystemClock};
 use crate::request_limits::RequestLimits;
-use crate::search::client_ip::TrustedProxies;
 
 /// Where the database lives unless `AGENT_PAGES_DATABASE` says otherwise.
 pub const DEFAULT_DATABASE: &str = "data/agent-pages.sqlite3";

@@ -10,12 +10,12 @@ use tera::Tera;
 
 use crate::budget::store::BudgetStore;
 use crate::budget::Budget;
+use crate::client_ip::TrustedProxies;
 use crate::clock::Clock;
 use crate::configuration::SearchSettings;
 use crate::metrics::Metrics;
 use crate::search::cache::view::CacheView;
 use crate::search::cache::Cache;
-use crate::search::client_ip::TrustedProxies;
 use crate::search::corpus::Corpus;
 use crate::search::scorer::ScorerPool;
 

@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 
 pub use window::FixedWindow;
 
-use crate::search::client_ip::ClientIp;
+use crate::client_ip::ClientIp;
 
 /// One budget: the prefix of its bucket keys and its windows, in the order they are
 /// checked (the first full one refuses).

@@ -246,8 +246,8 @@ pub fn sweep(tx: &Transaction<'_>, now: i64, horizon: i64) -> rusqlite::Result<u
 mod tests {
     use super::*;
     use crate::budget::{FixedWindow, WindowCount};
+    use crate::client_ip::ClientIp;
     use crate::db::temp_db as db;
-    use crate::search::client_ip::ClientIp;
     use rusqlite::OptionalExtension;
 
     const T0: i64 = 1_800_000_000; // a multiple of 3600

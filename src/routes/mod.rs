@@ -22,7 +22,7 @@ use actix_web::middleware::Next;
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
-use crate::search::client_ip::{self, ClientIp, TrustedProxies};
+use crate::client_ip::{self, ClientIp, TrustedProxies};
 use crate::state::AppState;
 
 /// Middleware: a `HEAD` request is routed exactly as the `GET` of the same URL, so

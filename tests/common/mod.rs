@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use actix_web::web;
 use agent_pages::budget::redis::{key_name, RedisSettings};
+use agent_pages::client_ip::ClientIp;
 use agent_pages::clock::ManualClock;
 use agent_pages::configuration::Settings;
-use agent_pages::search::client_ip::ClientIp;
 use agent_pages::startup::Application;
 use agent_pages::state::AppState;
 use rusqlite::{Connection, OptionalExtension};
