@@ -34,11 +34,12 @@ pub async fn authorize(
     let budget = &state.budgets.pin_failures;
     let keys = budget.keys(&client);
     let bucket = keys.log_prefix().to_owned();
-    let _turn = state.pin_turns.turn(&keys.0[0]).lock().await;
+    let _turn = state.api.pin_turns.turn(&keys.0[0]).lock().await;
 
     let now = state.clock.now();
     let failures = state
-        .budget_store
+        .budgets
+        .store
         .counts(budget, keys.clone(), now, CountMode::Peek)
         .await?;
     if let Some(full) = budget
@@ -58,7 +59,7 @@ pub async fn authorize(
     }
 
     let wanted = slug.as_str().to_owned();
-    let page = db::with_conn(&state.pool, move |c| pages::pin_hash(c, &wanted))
+    let page = db::with_conn(&state.pages.pool, move |c| pages::pin_hash(c, &wanted))
         .await?
         .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
     let given = req.headers().get(PIN_HEADER);
@@ -73,11 +74,12 @@ pub async fn authorize(
         .map_err(|_| ApiError::validation(PIN_HEADER, "X-Page-Pin must be UTF-8 text"))?
         .to_owned();
 
-    if pin::verify_off_thread(&state.hash_slots, given, phc).await? {
+    if pin::verify_off_thread(&state.api.hash_slots, given, phc).await? {
         return Ok(page.id);
     }
     let failures = state
-        .budget_store
+        .budgets
+        .store
         .counts(budget, keys, now, CountMode::Record)
         .await?;
     tracing::warn!(

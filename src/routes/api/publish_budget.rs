@@ -40,12 +40,13 @@ pub async fn spend(state: &AppState, req: &HttpRequest) -> Result<Spent, ApiErro
     let bucket = keys.log_prefix().to_owned();
     let now = state.clock.now();
     let decision = state
-        .budget_store
+        .budgets
+        .store
         .spend(budget, keys, now)
         .await
         .map_err(ApiError::from)?;
     let spent = Spent {
-        policy: state.policies.publish.clone(),
+        policy: state.budgets.policies.publish.clone(),
         state: budget.state_header(&decision),
     };
     match decision {

@@ -184,7 +184,7 @@ fn notice_page(
         outcome.message(&state.budgets.search),
         outcome.retry_after()
     );
-    let stencil = state.notice_pages.get_or_cut(&key, || {
+    let stencil = state.search.notice_pages.get_or_cut(&key, || {
         let mut ctx = context(state, outcome);
         ctx.q = Stencil::QUERY;
         render_with(&state.templates, theme, Stencil::BACK, "search.html", &ctx)

@@ -68,7 +68,7 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     // decision, so every queue behind it (actor mailboxes included) is bounded too.
     // The Cache actor releases it on a hit or a join, and keeps a leader's until
     // its scoring ends.
-    let Ok(admission) = state.admission.clone().try_acquire_owned() else {
+    let Ok(admission) = state.search.admission.clone().try_acquire_owned() else {
         return Outcome::Overloaded { display };
     };
 
@@ -80,7 +80,8 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     // Gates 3/4: every window of the budget, both-or-neither.
     let now = state.clock.now();
     let (decision, generation) = match state
-        .budget_store
+        .budgets
+        .store
         .spend_with_generation(&state.budgets.search, keys, now)
         .await
     {
@@ -107,7 +108,7 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     }
 
     // Gate 5: the candidates as a fresh fetch would see them, then the cache.
-    let snapshot = match state.corpus.current(generation).await {
+    let snapshot = match state.search.corpus.current(generation).await {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "candidate fetch failed");
@@ -119,9 +120,9 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         fingerprint: snapshot.fingerprint,
     };
     // A hit is read from the entries the Cache actor published; only a miss asks it.
-    if let Some(hit) = state.cache_view.hit(&key) {
+    if let Some(hit) = state.search.cache_view.hit(&key) {
         if hit.flush {
-            state.cache.do_send(cache::ApplyTouches);
+            state.search.cache.do_send(cache::ApplyTouches);
         }
         drop(admission);
         return Outcome::Answered {
@@ -137,7 +138,7 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         snapshot: snapshot.clone(),
         admission,
     };
-    let (outcome, cache) = match state.cache.send(lookup).await {
+    let (outcome, cache) = match state.search.cache.send(lookup).await {
         Ok(Answer::Hit(result)) => {
             return Outcome::Answered {
                 display,

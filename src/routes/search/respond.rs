@@ -32,7 +32,7 @@ pub(super) fn rate_limit_headers(state: &AppState, trace: &Trace, response: &mut
     };
     crate::routes::rate_limit_headers::insert(
         response,
-        &state.policies.search,
+        &state.budgets.policies.search,
         &state.budgets.search.state_header(decision),
     );
 }
