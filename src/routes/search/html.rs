@@ -1,6 +1,7 @@
 //! The HTML answers: `search.html` for every outcome, with the form kept and matched
 //! words marked (each run escaped by the template). The result table is rendered
-//! once per cache entry and page (`search_rows.html`) and reused by every hit.
+//! once per cache entry and page (`search_rows.html`) and reused by every hit
+//! ([`super::rendered`] keeps it with the entry).
 //!
 //! A page of results says which rows it shows ("Showing 51–100 of 862 matches"),
 //! links the pages before and after (`rel="prev"`/`rel="next"`, keeping `q`), says
@@ -11,8 +12,10 @@
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
+use super::rendered::Rendered;
 use super::{displayed_rows, has_close_matches, Outcome, PageInfo};
 use crate::routes::{render, render_html, render_with};
+use crate::search::cache::Entry;
 use crate::state::AppState;
 use crate::templates::format_time;
 use crate::templates::Stencil;
@@ -118,18 +121,18 @@ pub(super) fn html_response(
     let cached = match outcome {
         Outcome::Answered {
             page,
-            result,
+            entry,
             snapshot,
             cache,
             display,
-        } => result.page(
+        } => Rendered::of(entry).page(
             crate::routes::page_variant(
                 req,
                 format_args!("{page}\u{0}{display}\u{0}{}", cache.as_str()),
             ),
             || {
                 let mut ctx = context(state, outcome);
-                answered(state, &mut ctx, result, *page, snapshot, cache.as_str());
+                answered(state, &mut ctx, entry, *page, snapshot, cache.as_str());
                 render_html(state, req, "search.html", &ctx)
             },
         ),
@@ -262,15 +265,16 @@ impl<'a> SearchContext<'a> {
     }
 }
 
-/// Fills `ctx` with page `page` of `result` over `snapshot`.
+/// Fills `ctx` with page `page` of `entry` over `snapshot`.
 fn answered<'a>(
     state: &AppState,
     ctx: &mut SearchContext<'a>,
-    result: &'a crate::search::cache::CachedResult,
+    entry: &'a Entry,
     page: usize,
     snapshot: &crate::search::corpus::Snapshot,
     cache: &'static str,
 ) {
+    let result = &entry.result;
     let info = PageInfo::of(result, page);
     ctx.total = result.result.total;
     ctx.shown = info.shown;
@@ -286,7 +290,8 @@ fn answered<'a>(
     ctx.prev_href = (page > 1 && info.shown > 0).then(|| page_href(display, page - 1));
     ctx.next_href = (page < info.pages).then(|| page_href(display, page + 1));
     ctx.last_href = (info.shown == 0 && ctx.total > 0).then(|| page_href(display, info.pages));
-    ctx.rows_html = result.html_rows(page, || rows_html(state, result, page, snapshot));
+    ctx.rows_html =
+        Rendered::of(entry).html_rows(page, || rows_html(state, result, page, snapshot));
     ctx.close_matches = has_close_matches(result, page, snapshot);
 }
 

@@ -12,6 +12,7 @@
 mod html;
 mod json;
 pub mod outcome;
+mod rendered;
 mod respond;
 
 use std::time::Instant;
@@ -128,7 +129,7 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         return Outcome::Answered {
             display,
             page,
-            result: hit.result,
+            entry: hit.entry,
             snapshot,
             cache: CacheStatus::Hit,
         };
@@ -139,11 +140,11 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         admission,
     };
     let (outcome, cache) = match state.search.cache.send(lookup).await {
-        Ok(Answer::Hit(result)) => {
+        Ok(Answer::Hit(entry)) => {
             return Outcome::Answered {
                 display,
                 page,
-                result,
+                entry,
                 snapshot,
                 cache: CacheStatus::Hit,
             };
@@ -163,10 +164,10 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         }
     };
     match outcome.await {
-        Ok(Ok(result)) => Outcome::Answered {
+        Ok(Ok(entry)) => Outcome::Answered {
             display,
             page,
-            result,
+            entry,
             snapshot,
             cache,
         },

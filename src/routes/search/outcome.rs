@@ -9,7 +9,7 @@ use std::sync::Arc;
 use actix_web::http::StatusCode;
 
 use crate::budget::Budget;
-use crate::search::cache::CachedResult;
+use crate::search::cache::Entry;
 use crate::search::corpus::Snapshot;
 
 /// Where an answer came from: the LRU, a scoring this request led, or a scoring
@@ -65,7 +65,7 @@ pub enum Outcome {
     Answered {
         display: String,
         page: usize,
-        result: Arc<CachedResult>,
+        entry: Arc<Entry>,
         snapshot: Arc<Snapshot>,
         cache: CacheStatus,
     },

@@ -1,8 +1,16 @@
 //! What the cache holds and is found by: [`CacheKey`] (match copy, corpus
-//! fingerprint) and [`CachedResult`] (one immutable scored result, cut into pages).
-//! Both the Cache actor ([`super`]) and the view hits read ([`super::view`]) import
-//! them from here.
+//! fingerprint) and [`Entry`]: one immutable scored result ([`CachedResult`], cut
+//! into pages) and the one [`Attachment`] the layer that answers from it keeps
+//! beside it (the routes' renderings). Both the Cache actor ([`super`]) and the
+//! view hits read ([`super::view`]) import them from here.
+//!
+//! The cache holds results only: it never renders, and it does not know what an
+//! attachment is. It only guarantees that an attachment lives exactly as long as
+//! its entry (dropped with it once evicted and no answer holds it any more) and
+//! that its size can be asked ([`Entry::attached_bytes`]), so a byte bound on the
+//! cache can count what each entry keeps alive, rendered variants included.
 
+use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
 use crate::search::corpus::Fingerprint;
@@ -23,11 +31,11 @@ pub struct CacheKey {
 /// so (the result is `truncated`).
 pub const MAX_PAGES: usize = 10;
 
-/// One LRU entry: an immutable scored result, cut into pages of `page_size` rows,
-/// and per page the marks of its titles and the renderings of its rows (HTML
-/// table, JSON array), each made once, by the first answer that needs it. The
-/// key's fingerprint pins every row's id and version, hence its slug, title and
-/// time, so a rendering stays right for as long as the entry can be found.
+/// The result of one LRU entry: an immutable scored result, cut into pages of
+/// `page_size` rows, and per page what matched in its titles (made once, by the
+/// first answer that shows the page). The key's fingerprint pins every row's id
+/// and version, hence its slug, title and time, so the marks, and anything made
+/// from them, stay right for as long as the entry can be found.
 #[derive(Debug)]
 pub struct CachedResult {
     pub result: Arc<SearchResult>,
@@ -38,20 +46,12 @@ pub struct CachedResult {
     /// Per page, what matched in each row's title (the first page comes from the
     /// scorer; the others are computed when first shown).
     marks: Vec<OnceLock<Vec<Marks>>>,
-    html_rows: Vec<OnceLock<String>>,
-    json_rows: Vec<OnceLock<String>>,
-    /// Whole answers already rendered from this entry, by what else they depend on
-    /// (page, query as typed, theme, cache status…); the few most recent.
-    pages: std::sync::Mutex<Vec<(String, actix_web::web::Bytes)>>,
 }
 
-/// Whole answers kept per entry (a few pages in a few variants).
-const PAGES_PER_ENTRY: usize = 12;
-
 impl CachedResult {
-    /// An entry for `result`, a scoring of `query` (a match copy), shown
-    /// `page_size` rows a page (at least 1), with nothing rendered yet. The marks
-    /// the scorer made for the first page are kept when they cover it.
+    /// The result of a scoring of `query` (a match copy), shown `page_size` rows a
+    /// page (at least 1). The marks the scorer made for the first page are kept
+    /// when they cover it.
     pub fn new(result: Arc<SearchResult>, query: String, page_size: usize) -> Self {
         let page_size = page_size.max(1);
         let pages = result.rows.len().div_ceil(page_size).max(1);
@@ -70,9 +70,6 @@ impl CachedResult {
             query,
             page_size,
             marks,
-            html_rows: (0..pages).map(|_| OnceLock::new()).collect(),
-            json_rows: (0..pages).map(|_| OnceLock::new()).collect(),
-            pages: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -115,44 +112,68 @@ impl CachedResult {
                 .collect()
         })
     }
+}
 
-    /// The answer body rendered for `variant`, rendered by `render` (and kept) on
-    /// first use; an `Err` of `render` is returned as is and nothing is kept.
-    pub fn page<E>(
-        &self,
-        variant: String,
-        render: impl FnOnce() -> Result<String, E>,
-    ) -> Result<actix_web::web::Bytes, E> {
-        if let Ok(pages) = self.pages.lock() {
-            if let Some((_, body)) = pages.iter().find(|(v, _)| *v == variant) {
-                return Ok(body.clone());
-            }
+/// What the layer answering from entries keeps beside one (for the routes: what
+/// they rendered from it). Made on first use, dropped with the entry, and able to
+/// say how many bytes it holds; the cache never looks inside.
+pub trait Attachment: Any + Send + Sync {
+    /// Bytes it holds now (the text and bodies it keeps, not its own small
+    /// struct): what a byte bound on the cache counts for it.
+    fn bytes(&self) -> usize;
+}
+
+/// One LRU entry: the [`CachedResult`] and its [`Attachment`], if one was made.
+pub struct Entry {
+    pub result: CachedResult,
+    attached: OnceLock<Attached>,
+}
+
+/// An attachment, its type erased so that the cache need not know it, with the
+/// function that sizes it (made where the type was known).
+struct Attached {
+    value: Box<dyn Any + Send + Sync>,
+    bytes: fn(&(dyn Any + Send + Sync)) -> usize,
+}
+
+impl Entry {
+    /// An entry of `result` with nothing attached yet.
+    pub fn new(result: CachedResult) -> Self {
+        Self {
+            result,
+            attached: OnceLock::new(),
         }
-        let body = actix_web::web::Bytes::from(render()?);
-        if let Ok(mut pages) = self.pages.lock() {
-            if pages.len() >= PAGES_PER_ENTRY {
-                pages.remove(0);
-            }
-            pages.push((variant, body.clone()));
-        }
-        Ok(body)
     }
 
-    /// The HTML rows of page `page`, rendered by `render` on first use; empty past
-    /// the last page.
-    pub fn html_rows(&self, page: usize, render: impl FnOnce() -> String) -> &str {
-        match page.checked_sub(1).and_then(|p| self.html_rows.get(p)) {
-            Some(cell) => cell.get_or_init(render),
-            None => "",
-        }
+    /// The attachment of this entry, made by `init` on first use (once, however
+    /// many answers ask at the same time).
+    ///
+    /// Panics when the entry already carries an attachment of another type: one
+    /// layer answers from a cache, so that is a programming error.
+    pub fn attachment<T: Attachment>(&self, init: impl FnOnce() -> T) -> &T {
+        let attached = self.attached.get_or_init(|| Attached {
+            value: Box::new(init()),
+            bytes: |value| value.downcast_ref::<T>().map_or(0, T::bytes),
+        });
+        attached
+            .value
+            .downcast_ref::<T>()
+            .expect("an entry carries attachments of one type")
     }
 
-    /// The JSON `results` array of page `page`, rendered by `render` on first use;
-    /// `[]` past the last page.
-    pub fn json_rows(&self, page: usize, render: impl FnOnce() -> String) -> &str {
-        match page.checked_sub(1).and_then(|p| self.json_rows.get(p)) {
-            Some(cell) => cell.get_or_init(render),
-            None => "[]",
-        }
+    /// Bytes the attachment holds now; 0 before one is made.
+    pub fn attached_bytes(&self) -> usize {
+        self.attached
+            .get()
+            .map_or(0, |attached| (attached.bytes)(&*attached.value))
+    }
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("result", &self.result)
+            .field("attached_bytes", &self.attached_bytes())
+            .finish()
     }
 }

@@ -42,11 +42,11 @@ use crate::search::corpus::Snapshot;
 use crate::search::scorer::ScorerPool;
 use view::{CacheView, Published};
 
-pub use entry::{CacheKey, CachedResult, MAX_PAGES};
+pub use entry::{Attachment, CacheKey, CachedResult, Entry, MAX_PAGES};
 
-/// How a scoring ended, as its waiters see it: the result, or `Err` when it
+/// How a scoring ended, as its waiters see it: the entry, or `Err` when it
 /// panicked or could not run (every waiter answers 500).
-pub type FlightOutcome = Result<Arc<CachedResult>, ScoringFailed>;
+pub type FlightOutcome = Result<Arc<Entry>, ScoringFailed>;
 
 /// The scoring of a flight produced no result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -57,7 +57,7 @@ pub struct ScoringFailed;
 #[derive(Debug)]
 pub enum Answer {
     /// The LRU had it.
-    Hit(Arc<CachedResult>),
+    Hit(Arc<Entry>),
     /// A scoring for this key runs (owned by the Cache actor); its outcome arrives
     /// on `outcome`. `led` is true when this request's lookup started it (a miss),
     /// false when it joined one already running.
@@ -158,9 +158,9 @@ impl Cache {
         }
     }
 
-    /// Stores `result` under `key`, evicting the least recently used entry when
+    /// Stores `entry` under `key`, evicting the least recently used entry when
     /// full (after applying every logged use, so the choice is exact).
-    fn store(&mut self, key: CacheKey, result: Arc<CachedResult>) {
+    fn store(&mut self, key: CacheKey, entry: Arc<Entry>) {
         let id = self.next_id;
         self.next_id += 1;
         let (lru, capacity) = (&mut self.lru, self.capacity);
@@ -178,14 +178,14 @@ impl Cache {
                 entries.remove(&evicted);
             }
             lru.insert(id, key.clone());
-            entries.insert(key, Published { id, result });
+            entries.insert(key, Published { id, entry });
         });
     }
 
     /// A flight ended: store a success in the LRU, tell every waiter, forget the key.
     fn finish(&mut self, key: CacheKey, outcome: FlightOutcome) {
-        if let Ok(result) = &outcome {
-            self.store(key.clone(), result.clone());
+        if let Ok(entry) = &outcome {
+            self.store(key.clone(), entry.clone());
         }
         for waiter in self.flights.remove(&key).unwrap_or_default() {
             // A waiter whose client went away dropped its receiver; nothing to do.
@@ -209,9 +209,9 @@ impl Handler<Lookup> for Cache {
         } = msg;
         // Uses logged before this lookup come first in the LRU order.
         self.apply_touches();
-        if let Some(entry) = self.view.get(&key) {
-            self.lru.get(&entry.id);
-            return MessageResult(Answer::Hit(entry.result));
+        if let Some(published) = self.view.get(&key) {
+            self.lru.get(&published.id);
+            return MessageResult(Answer::Hit(published.entry));
         }
         if let Some(waiters) = self.flights.get_mut(&key) {
             // Forget joiners whose clients went away, so a long scoring under a
@@ -244,7 +244,7 @@ impl Handler<Lookup> for Cache {
             timer.observe_duration();
             drop(admission);
             scored
-                .map(|result| Arc::new(CachedResult::new(result, query, page_size)))
+                .map(|result| Arc::new(Entry::new(CachedResult::new(result, query, page_size))))
                 .map_err(|e| {
                     tracing::error!(error = %e, "scoring failed");
                     ScoringFailed
