@@ -18,7 +18,7 @@ use crate::routes::{render, render_html, render_with};
 use crate::search::cache::Entry;
 use crate::state::AppState;
 use crate::templates::format_time;
-use crate::templates::Stencil;
+use crate::templates::{PageKey, Stencil};
 
 #[derive(Serialize)]
 struct SearchContext<'a> {
@@ -126,10 +126,13 @@ pub(super) fn html_response(
             cache,
             display,
         } => Rendered::of(entry).page(
-            crate::routes::page_variant(
-                req,
-                format_args!("{page}\u{0}{display}\u{0}{}", cache.as_str()),
-            ),
+            PageKey::Html {
+                theme: crate::routes::theme(req),
+                here: crate::routes::here(req).to_owned(),
+                page: *page,
+                display: display.clone(),
+                cache: cache.as_str(),
+            },
             || {
                 let mut ctx = context(state, outcome);
                 answered(state, &mut ctx, entry, *page, snapshot, cache.as_str());
@@ -180,13 +183,13 @@ fn notice_page(
     // Everything the page shows besides the query and return path: two outcomes
     // may share a label (`400`) but not their words.
     let kind = outcome.kind();
-    let key = format!(
-        "{theme}\u{0}{}\u{0}{}\u{0}{}\u{0}{:?}",
-        kind.notice,
-        kind.title,
-        outcome.message(&state.budgets.search),
-        outcome.retry_after()
-    );
+    let key = PageKey::Notice {
+        theme,
+        notice: kind.notice,
+        title: kind.title,
+        message: outcome.message(&state.budgets.search),
+        retry_after: outcome.retry_after(),
+    };
     let stencil = state.search.notice_pages.get_or_cut(&key, || {
         let mut ctx = context(state, outcome);
         ctx.q = Stencil::QUERY;

@@ -18,6 +18,7 @@ use crate::routes::problem::Problem;
 use crate::search::cache::CachedResult;
 use crate::search::corpus::Snapshot;
 use crate::state::AppState;
+use crate::templates::PageKey;
 
 #[derive(Serialize)]
 struct ResultRow {
@@ -97,7 +98,11 @@ pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse
         } => {
             let (result, rendered) = (&entry.result, Rendered::of(entry));
             // The body depends on nothing else: a repeated search copies bytes.
-            let variant = format!("json\u{0}{page}\u{0}{display}\u{0}{}", cache.as_str());
+            let variant = PageKey::Json {
+                page: *page,
+                display: display.clone(),
+                cache: cache.as_str(),
+            };
             let body = rendered.page(variant, || {
                 let info = PageInfo::of(result, *page);
                 let rows = rendered.json_rows(*page, || rows(result, *page, snapshot));

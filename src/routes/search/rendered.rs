@@ -16,6 +16,7 @@ use std::sync::{Mutex, OnceLock};
 use actix_web::web::Bytes;
 
 use crate::search::cache::{Attachment, Entry};
+use crate::templates::PageKey;
 
 /// Whole answers kept per entry (a few pages in a few variants).
 const PAGES_PER_ENTRY: usize = 12;
@@ -27,7 +28,7 @@ pub(super) struct Rendered {
     json_rows: Vec<OnceLock<String>>,
     /// Whole answers already rendered from this entry, by what else they depend on;
     /// the few most recent.
-    pages: Mutex<Vec<(String, Bytes)>>,
+    pages: Mutex<Vec<(PageKey, Bytes)>>,
 }
 
 impl Rendered {
@@ -49,7 +50,7 @@ impl Rendered {
     /// first use; an `Err` of `render` is returned as is and nothing is kept.
     pub(super) fn page<E>(
         &self,
-        variant: String,
+        variant: PageKey,
         render: impl FnOnce() -> Result<String, E>,
     ) -> Result<Bytes, E> {
         if let Ok(pages) = self.pages.lock() {
@@ -99,7 +100,12 @@ impl Attachment for Rendered {
         let pages: usize = self
             .pages
             .lock()
-            .map(|pages| pages.iter().map(|(v, body)| v.len() + body.len()).sum())
+            .map(|pages| {
+                pages
+                    .iter()
+                    .map(|(key, body)| key.heap_bytes() + body.len())
+                    .sum()
+            })
             .unwrap_or(0);
         rows + pages
     }
@@ -132,29 +138,35 @@ mod tests {
         ))
     }
 
+    fn key(page: usize) -> PageKey {
+        PageKey::Json {
+            page,
+            display: "Kube".into(),
+            cache: "hit",
+        }
+    }
+
     #[test]
     fn a_rendered_answer_is_reused_and_counted_with_its_entry() {
         let entry = entry(3, 2);
         assert_eq!(entry.attached_bytes(), 0, "nothing rendered yet");
         let rendered = Rendered::of(&entry);
         let body = rendered
-            .page("v1".into(), || Ok::<_, ()>("<p>answer</p>".into()))
+            .page(key(1), || Ok::<_, ()>("<p>answer</p>".into()))
             .unwrap();
         let again = rendered
-            .page::<()>("v1".into(), || panic!("rendered twice"))
+            .page::<()>(key(1), || panic!("rendered twice"))
             .unwrap();
         assert_eq!(body, again);
-        assert_eq!(entry.attached_bytes(), "v1".len() + "<p>answer</p>".len());
+        let page = "Kube".len() + "<p>answer</p>".len();
+        assert_eq!(entry.attached_bytes(), page);
 
         assert_eq!(rendered.html_rows(1, || "<tr/>".into()), "<tr/>");
         assert_eq!(rendered.html_rows(1, || panic!("rendered twice")), "<tr/>");
         assert_eq!(rendered.json_rows(2, || "[{}]".into()), "[{}]");
         assert_eq!(rendered.html_rows(3, || panic!("past the last page")), "");
         assert_eq!(rendered.json_rows(3, || panic!("past the last page")), "[]");
-        assert_eq!(
-            entry.attached_bytes(),
-            "v1".len() + "<p>answer</p>".len() + "<tr/>".len() + "[{}]".len()
-        );
+        assert_eq!(entry.attached_bytes(), page + "<tr/>".len() + "[{}]".len());
         assert!(
             std::ptr::eq(Rendered::of(&entry), rendered),
             "one per entry"
@@ -166,14 +178,12 @@ mod tests {
         let entry = entry(1, 1);
         let rendered = Rendered::of(&entry);
         for n in 0..=PAGES_PER_ENTRY {
-            rendered
-                .page(format!("{n:02}"), || Ok::<_, ()>("x".into()))
-                .unwrap();
+            rendered.page(key(n), || Ok::<_, ()>("x".into())).unwrap();
         }
-        assert_eq!(entry.attached_bytes(), PAGES_PER_ENTRY * ("00".len() + 1));
+        assert_eq!(entry.attached_bytes(), PAGES_PER_ENTRY * ("Kube".len() + 1));
         let rendered_again = std::cell::Cell::new(false);
         rendered
-            .page::<()>("00".into(), || {
+            .page::<()>(key(0), || {
                 rendered_again.set(true);
                 Ok("x".into())
             })
