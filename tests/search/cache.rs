@@ -1,7 +1,7 @@
 //! Gate 5: the fingerprinted cache never serves a stale corpus, and a hit maps its
 //! ids onto the freshly fetched titles.
 
-use crate::helpers::{header, spawn_app};
+use crate::helpers::{header, spawn_app, T0};
 
 const CLIENT: &str = "203.0.113.40";
 
@@ -193,5 +193,191 @@ async fn hits_past_the_touch_log_bound_keep_the_lru_order_exact() {
     assert_eq!(
         cache_statuses(&app, &["redis", "postgres", "redis", "kubernetes"]).await,
         ["hit", "miss", "hit", "miss"]
+    );
+}
+
+/// Words of the generated corpus: far enough apart that each matches itself.
+const WORDS: [&str; 40] = [
+    "amber", "basalt", "cobalt", "dune", "ember", "fjord", "granite", "harbor", "iris", "jasper",
+    "kelp", "lagoon", "meadow", "nebula", "orchid", "prairie", "quartz", "raven", "sierra",
+    "tundra", "umber", "valley", "willow", "xenon", "yarrow", "zephyr", "acorn", "bramble",
+    "canyon", "delta", "estuary", "falcon", "glacier", "heron", "island", "juniper", "kestrel",
+    "lichen", "marsh", "nimbus",
+];
+
+/// The app over a generated corpus of `titles` pages of three [`WORDS`] each, with
+/// `max_bytes` for the cache, no entry bound to speak of, 5 rows a page and a
+/// budget one client cannot use up.
+async fn app_over_words(titles: usize, max_bytes: usize) -> crate::helpers::TestApp {
+    let app = crate::helpers::spawn_app_with(|s| {
+        s.search.cache_entries = 1_000_000;
+        s.search.cache_max_bytes = max_bytes;
+        s.search.result_limit = 5;
+        s.search_budget.set_limit("minute", 1_000_000);
+        s.search_budget.set_limit("hour", 1_000_000);
+    })
+    .await;
+    let corpus: String = (0..titles)
+        .map(|i| {
+            let w = |k: usize| WORDS[(i * k + k) % WORDS.len()];
+            format!("{{\"title\":\"{} {} {} {i}\"}}\n", w(1), w(7), w(13))
+        })
+        .collect();
+    agent_pages::import::import(&mut app.conn(), corpus.as_bytes(), None, T0).unwrap();
+    app
+}
+
+/// `GET /search?q=…&page=…` from [`CLIENT`]: as JSON, or as HTML with the `theme`
+/// cookie set to `theme` (none: the system's theme).
+async fn view(
+    app: &crate::helpers::TestApp,
+    q: &str,
+    page: usize,
+    format: View,
+) -> reqwest::Response {
+    let mut request = app
+        .client
+        .get(format!("{}/search", app.address))
+        .query(&[("q", q), ("page", &page.to_string())])
+        .header("X-Forwarded-For", CLIENT);
+    request = match format {
+        View::Json => request.header("Accept", "application/json"),
+        View::Html(None) => request,
+        View::Html(Some(theme)) => request.header("Cookie", format!("theme={theme}")),
+    };
+    let r = request.send().await.unwrap();
+    assert_eq!(r.status(), 200, "{q} page {page}");
+    r
+}
+
+#[derive(Clone, Copy)]
+enum View {
+    Json,
+    Html(Option<&'static str>),
+}
+
+/// The bytes the cache holds, as `/metrics` says (the scrape asks the Cache actor,
+/// so every trim asked for before it has been done).
+async fn cache_bytes(app: &crate::helpers::TestApp) -> usize {
+    app.metric_values().await["agent_pages_search_cache_bytes"] as usize
+}
+
+#[actix_web::test]
+async fn the_cache_holds_no_more_bytes_than_its_bound_however_many_pages_are_viewed() {
+    const BOUND: usize = 128 << 10;
+    let app = app_over_words(60, BOUND).await;
+    let queries: Vec<String> = WORDS
+        .iter()
+        .flat_map(|a| WORDS.iter().map(move |b| format!("{a} {b}")))
+        .filter(|q| {
+            let (a, b) = q.split_once(' ').unwrap();
+            a != b
+        })
+        .take(1000)
+        .collect();
+    let html = [
+        View::Html(None),
+        View::Html(Some("light")),
+        View::Html(Some("dark")),
+    ];
+    let (mut most, mut views) = (0, 0);
+    for q in &queries {
+        // Every page of the query in both formats and every theme.
+        let first: serde_json::Value = view(&app, q, 1, View::Json).await.json().await.unwrap();
+        let pages = first["pages"].as_u64().unwrap() as usize;
+        for page in 1..=pages {
+            let formats = if page == 1 {
+                &html[..]
+            } else {
+                &[View::Json, html[0], html[1], html[2]][..]
+            };
+            for &format in formats {
+                view(&app, q, page, format).await;
+            }
+            views += 4;
+        }
+        // The actor's count, once the trims those views asked for are done.
+        let stats = app.cache_stats().await;
+        assert!(stats.bytes <= BOUND, "{stats:?} after {q:?}, bound {BOUND}");
+        most = most.max(stats.bytes);
+    }
+    let stats = app.cache_stats().await;
+    eprintln!("DEBUG views {views} most {most} {stats:?}");
+    assert!(
+        views >= 6 * queries.len(),
+        "most queries have two pages: {views}"
+    );
+    assert!(most > BOUND / 2, "the bound was reached: at most {most}");
+    assert!(
+        stats.entries < queries.len() / 4,
+        "entries were evicted by bytes, not by count: {stats:?}"
+    );
+    assert_eq!(
+        cache_bytes(&app).await,
+        stats.bytes,
+        "the gauge says the same"
+    );
+}
+
+#[actix_web::test]
+async fn a_result_larger_than_the_byte_bound_is_served_but_not_kept() {
+    // 1 byte: no result fits, not even before it is rendered. 6 KiB: the result
+    // fits, the page rendered from it does not, so it leaves with that page.
+    for bound in [1, 6 << 10] {
+        let app = crate::helpers::spawn_app_with(|s| s.search.cache_max_bytes = bound).await;
+        for _ in 0..2 {
+            let r = app.search("kubernetes", CLIENT).await;
+            assert_eq!(r.status(), 200);
+            assert_eq!(header(&r, "x-search-cache"), Some("miss"), "bound {bound}");
+            assert!(r.text().await.unwrap().contains("<mark>Kubernetes</mark>"));
+            assert_eq!(cache_bytes(&app).await, 0, "bound {bound}");
+            assert_eq!(app.cache_stats().await.entries, 0, "bound {bound}");
+        }
+        assert_eq!(app.faults.scorings(), 2);
+    }
+}
+
+#[actix_web::test]
+async fn a_cache_over_its_byte_bound_evicts_the_least_recently_used_entry() {
+    // What each entry weighs once answered twice as JSON (a miss, then a hit: two
+    // bodies), measured on an app with room for all three.
+    let queries = ["kubernetes", "redis", "postgres"];
+    let roomy = crate::helpers::spawn_app().await;
+    let mut sizes = Vec::new();
+    for q in queries {
+        let before = cache_bytes(&roomy).await;
+        roomy.search_json(q, CLIENT).await;
+        roomy.search_json(q, CLIENT).await;
+        sizes.push(cache_bytes(&roomy).await - before);
+    }
+    // Any two of them fit, all three do not.
+    let bound = sizes.iter().sum::<usize>() - 1;
+    let app = crate::helpers::spawn_app_with(|s| s.search.cache_max_bytes = bound).await;
+    let cache = |q| {
+        let app = &app;
+        async move {
+            let (status, headers, _) = app.search_json(q, CLIENT).await;
+            assert_eq!(status, 200);
+            // Asking the actor waits for any trim the answer asked for.
+            app.cache_stats().await;
+            headers["x-search-cache"].to_str().unwrap().to_owned()
+        }
+    };
+    for q in ["kubernetes", "kubernetes", "redis", "redis"] {
+        cache(q).await;
+    }
+    assert_eq!(cache_bytes(&app).await, sizes[0] + sizes[1]);
+    // A hit on kubernetes makes redis the least recently used; postgres pushes
+    // the bytes past the bound.
+    assert_eq!(cache("kubernetes").await, "hit");
+    assert_eq!(cache("postgres").await, "miss");
+    assert_eq!(cache("postgres").await, "hit");
+    assert_eq!(app.cache_stats().await.entries, 2);
+    assert_eq!(cache_bytes(&app).await, sizes[0] + sizes[2]);
+    assert_eq!(cache("kubernetes").await, "hit");
+    assert_eq!(
+        cache("redis").await,
+        "miss",
+        "redis was the least recently used"
     );
 }
