@@ -18,7 +18,7 @@ use std::any::Any;
 use std::mem::size_of;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::search::corpus::Fingerprint;
 use crate::search::rank::{self, Marks, ScoredRow, SearchResult};
@@ -68,7 +68,13 @@ impl CachedResult {
     /// The result of a scoring of `query` (a match copy), shown `page_size` rows a
     /// page (at least 1). The marks the scorer made for the first page are kept
     /// when they cover it.
-    pub fn new(result: Arc<SearchResult>, query: String, page_size: usize) -> Self {
+    pub fn new(mut result: Arc<SearchResult>, query: String, page_size: usize) -> Self {
+        // The ranking allocates for every row it might keep; the cache keeps what
+        // it found (a result nobody else holds yet, as the scorer's is).
+        if let Some(kept) = Arc::get_mut(&mut result) {
+            kept.rows.shrink_to_fit();
+            kept.highlights.shrink_to_fit();
+        }
         let page_size = page_size.max(1);
         let pages = result.rows.len().div_ceil(page_size).max(1);
         let first = result.rows.len().min(page_size);
@@ -216,12 +222,13 @@ impl Entry {
         self.bytes() + Self::place_bytes(key)
     }
 
-    /// The cache stored the entry under `key`: counts the key's two copies (the
-    /// LRU order and the view) and its places in them, then counts the entry in
-    /// `cache` until [`Entry::release`]. Returns the bytes now counted.
-    pub(super) fn hold(&self, key: &CacheKey, cache: &Arc<CacheBytes>) -> usize {
+    /// The cache stored the entry under `key` as its entry `id`: counts the key's
+    /// two copies (the LRU order and the view) and its places in them, then
+    /// counts the entry in `cache` until [`Entry::release`]. Returns the bytes now
+    /// counted.
+    pub(super) fn hold(&self, key: &CacheKey, id: u64, cache: &Arc<CacheBytes>) -> usize {
         self.result.footprint.grow(Self::place_bytes(key));
-        self.result.footprint.hold(cache)
+        self.result.footprint.hold(id, cache)
     }
 
     /// What storing an entry under `key` takes beside the entry: the key in the
@@ -258,8 +265,8 @@ const HELD: usize = 1 << (usize::BITS - 1);
 #[derive(Debug)]
 struct Footprint {
     state: AtomicUsize,
-    /// The cache's total, once the entry was stored.
-    cache: OnceLock<Arc<CacheBytes>>,
+    /// The cache's total and the entry's id in it, once the entry was stored.
+    cache: OnceLock<(Arc<CacheBytes>, u64)>,
 }
 
 impl Footprint {
@@ -277,8 +284,8 @@ impl Footprint {
     fn grow(&self, bytes: usize) {
         let before = self.state.fetch_add(bytes, Ordering::AcqRel);
         if before & HELD != 0 {
-            if let Some(cache) = self.cache.get() {
-                cache.grew(bytes);
+            if let Some((cache, id)) = self.cache.get() {
+                cache.grew(bytes, (before & !HELD) + bytes, *id);
             }
         }
     }
@@ -286,17 +293,17 @@ impl Footprint {
     fn shrink(&self, bytes: usize) {
         let before = self.state.fetch_sub(bytes, Ordering::AcqRel);
         if before & HELD != 0 {
-            if let Some(cache) = self.cache.get() {
+            if let Some((cache, _)) = self.cache.get() {
                 cache.shrank(bytes);
             }
         }
     }
 
-    /// Counted in `cache` from now on; the bytes counted.
-    fn hold(&self, cache: &Arc<CacheBytes>) -> usize {
+    /// Counted in `cache`, as its entry `id`, from now on; the bytes counted.
+    fn hold(&self, id: u64, cache: &Arc<CacheBytes>) -> usize {
         // An entry is stored once; `cache` is set before the bit that makes growth
         // read it.
-        let _ = self.cache.set(cache.clone());
+        let _ = self.cache.set((cache.clone(), id));
         let before = self.state.fetch_or(HELD, Ordering::AcqRel);
         let bytes = before & !HELD;
         if before & HELD == 0 {
@@ -308,7 +315,7 @@ impl Footprint {
     fn release(&self) {
         let before = self.state.fetch_and(!HELD, Ordering::AcqRel);
         if before & HELD != 0 {
-            if let Some(cache) = self.cache.get() {
+            if let Some((cache, _)) = self.cache.get() {
                 cache.add(-((before & !HELD) as isize));
             }
         }
@@ -326,6 +333,9 @@ pub struct CacheBytes {
     /// A trim was asked for and has not started yet (so a burst of growth sends
     /// one message).
     trim_asked: AtomicBool,
+    /// Ids of held entries that grew larger than the bound on their own: the
+    /// next trim evicts them first (evicting others would not make them fit).
+    too_big: Mutex<Vec<u64>>,
     /// Asks the Cache actor to trim; set when it starts.
     ask_trim: OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
@@ -337,6 +347,7 @@ impl CacheBytes {
             held: AtomicIsize::new(0),
             bound,
             trim_asked: AtomicBool::new(false),
+            too_big: Mutex::new(Vec::new()),
             ask_trim: OnceLock::new(),
         }
     }
@@ -361,17 +372,26 @@ impl CacheBytes {
         let _ = self.ask_trim.set(Box::new(ask_trim));
     }
 
-    /// The actor is about to trim: a growth from now on asks again.
-    pub(super) fn trim_started(&self) {
+    /// The actor is about to trim: a growth from now on asks again. Returns the
+    /// ids of the entries that grew larger than the bound on their own.
+    pub(super) fn trim_started(&self) -> Vec<u64> {
         self.trim_asked.store(false, Ordering::Release);
+        std::mem::take(&mut *self.too_big.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn add(&self, bytes: isize) {
         self.held.fetch_add(bytes, Ordering::AcqRel);
     }
 
-    fn grew(&self, bytes: usize) {
+    /// Held entry `id` grew by `bytes`, to `now`.
+    fn grew(&self, bytes: usize, now: usize, id: u64) {
         self.add(bytes as isize);
+        if now > self.bound {
+            self.too_big
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(id);
+        }
         if self.over() && !self.trim_asked.swap(true, Ordering::AcqRel) {
             if let Some(ask) = self.ask_trim.get() {
                 ask();
@@ -428,7 +448,7 @@ mod tests {
         assert!(base > 4 * size_of::<ScoredRow>(), "rows counted: {base}");
         entry.grew(100);
         assert_eq!(cache.held(), 0, "not stored yet");
-        let held = entry.hold(&key(), &cache);
+        let held = entry.hold(&key(), 0, &cache);
         assert_eq!(held, entry.bytes());
         assert!(held >= base + 100 + 2 * key().bytes(), "key counted twice");
         assert_eq!(cache.held(), held);
@@ -463,12 +483,16 @@ mod tests {
             counter.fetch_add(1, Ordering::SeqCst);
         });
         let entry = entry();
-        entry.hold(&key(), &cache);
+        entry.hold(&key(), 0, &cache);
         assert_eq!(asked.load(Ordering::SeqCst), 0, "storing never asks");
         entry.grew(1);
         entry.grew(1);
         assert_eq!(asked.load(Ordering::SeqCst), 1);
-        cache.trim_started();
+        assert_eq!(
+            cache.trim_started(),
+            [0, 0],
+            "the entry is larger than the bound"
+        );
         entry.grew(1);
         assert_eq!(asked.load(Ordering::SeqCst), 2);
     }
@@ -478,7 +502,7 @@ mod tests {
         for _ in 0..200 {
             let cache = Arc::new(CacheBytes::new(usize::MAX >> 2));
             let entry = Arc::new(entry());
-            entry.hold(&key(), &cache);
+            entry.hold(&key(), 0, &cache);
             let grower = {
                 let entry = entry.clone();
                 std::thread::spawn(move || {

@@ -203,22 +203,31 @@ impl Cache {
                 lru.remove(&old.id);
                 old.entry.release();
             }
-            entry.hold(&key, &bytes);
+            entry.hold(&key, id, &bytes);
             lru.insert(id, key.clone());
             entries.insert(key, Published { id, entry });
             evict(lru, entries, |lru| lru.len() > capacity || bytes.over());
         });
     }
 
-    /// Evicts least recently used entries until the bytes held are under the
-    /// bound (uses logged so far applied first).
+    /// Evicts the entries that grew larger than the byte bound on their own, then
+    /// least recently used entries until the bytes held are under the bound
+    /// (uses logged so far applied first).
     fn trim(&mut self) {
         let bytes = self.view.bytes().clone();
-        bytes.trim_started();
+        let too_big = bytes.trim_started();
         let lru = &mut self.lru;
         self.view.update(|entries, touches| {
             for used in touches {
                 lru.get(&used);
+            }
+            for id in too_big {
+                // None: evicted already (or replaced, which evicted it).
+                if let Some(key) = lru.remove(&id) {
+                    if let Some(gone) = entries.remove(&key) {
+                        gone.entry.release();
+                    }
+                }
             }
             evict(lru, entries, |_| bytes.over());
         });
