@@ -206,13 +206,13 @@ const WORDS: [&str; 40] = [
 ];
 
 /// The app over a generated corpus of `titles` pages of three [`WORDS`] each, with
-/// `max_bytes` for the cache, no entry bound to speak of, 5 rows a page and a
+/// `max_bytes` for the cache, no entry bound to speak of, `rows` rows a page and a
 /// budget one client cannot use up.
-async fn app_over_words(titles: usize, max_bytes: usize) -> crate::helpers::TestApp {
+async fn app_over_words(titles: usize, max_bytes: usize, rows: usize) -> crate::helpers::TestApp {
     let app = crate::helpers::spawn_app_with(|s| {
         s.search.cache_entries = 1_000_000;
         s.search.cache_max_bytes = max_bytes;
-        s.search.result_limit = 5;
+        s.search.result_limit = rows;
         s.search_budget.set_limit("minute", 1_000_000);
         s.search_budget.set_limit("hour", 1_000_000);
     })
@@ -265,7 +265,7 @@ async fn cache_bytes(app: &crate::helpers::TestApp) -> usize {
 #[actix_web::test]
 async fn the_cache_holds_no_more_bytes_than_its_bound_however_many_pages_are_viewed() {
     const BOUND: usize = 128 << 10;
-    let app = app_over_words(60, BOUND).await;
+    let app = app_over_words(60, BOUND, 5).await;
     let queries: Vec<String> = WORDS
         .iter()
         .flat_map(|a| WORDS.iter().map(move |b| format!("{a} {b}")))
@@ -332,22 +332,49 @@ async fn a_result_larger_than_the_byte_bound_is_served_but_not_kept() {
     }
     assert_eq!(app.faults.scorings(), 2);
 
-    // 4 KiB: a JSON answer's entry fits (about 2 KiB); an HTML page rendered from
-    // an entry makes that entry larger than the bound (about 7 KiB), so it leaves,
-    // alone.
-    let app = crate::helpers::spawn_app_with(|s| s.search.cache_max_bytes = 4 << 10).await;
+    // A bound that a small JSON answer's entry and a larger entry before its HTML
+    // page is kept fit in together, but that the larger entry alone passes once
+    // its page is kept: that page makes it too large, so it leaves, alone.
+    let roomy = spawn_app().await;
+    roomy.search_json("redis", CLIENT).await;
+    let small = cache_bytes(&roomy).await;
+    let r = roomy.search("kubernetes", CLIENT).await;
+    let page = r.text().await.unwrap().len();
+    let large = cache_bytes(&roomy).await - small;
+    let before_page = large - page;
+    assert!(small < page, "{small} {page}: no such bound");
+    let bound = (small + before_page + large) / 2;
+    let app = crate::helpers::spawn_app_with(|s| s.search.cache_max_bytes = bound).await;
     let (_, headers, _) = app.search_json("redis", CLIENT).await;
     assert_eq!(headers["x-search-cache"], "miss");
-    let small = app.cache_stats().await;
-    assert_eq!(small.entries, 1);
+    let kept = app.cache_stats().await;
+    assert_eq!((kept.entries, kept.bytes), (1, small));
     for _ in 0..2 {
         let r = app.search("kubernetes", CLIENT).await;
         assert_eq!(header(&r, "x-search-cache"), Some("miss"));
         assert!(r.text().await.unwrap().contains("<mark>Kubernetes</mark>"));
-        assert_eq!(app.cache_stats().await, small, "only the large entry left");
+        assert_eq!(app.cache_stats().await, kept, "only the large entry left");
     }
     let (_, headers, _) = app.search_json("redis", CLIENT).await;
     assert_eq!(headers["x-search-cache"], "hit");
+
+    // 5 KiB: a result of 250 rows or more (over 6 KiB before anything is
+    // rendered) is not stored at all, so it evicts nothing to make room.
+    let app = app_over_words(400, 5 << 10, 50).await;
+    let (_, headers, _) = app.search_json("nothing matches", CLIENT).await;
+    assert_eq!(headers["x-search-cache"], "miss");
+    let small = app.cache_stats().await;
+    assert_eq!(small.entries, 1);
+    let q = WORDS.join(" ");
+    let (_, headers, body) = app.search_json(&q[..64], CLIENT).await;
+    assert_eq!(headers["x-search-cache"], "miss");
+    let total = body["total"].as_u64().unwrap();
+    assert!(total >= 250, "{total} matches, 16 bytes a row kept");
+    assert_eq!(
+        app.cache_stats().await,
+        small,
+        "the large result was not kept"
+    );
 }
 
 #[actix_web::test]
