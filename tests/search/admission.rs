@@ -197,6 +197,7 @@ async fn metrics_parse_as_prometheus_text_and_count_what_happened() {
     assert_eq!(value("agent_pages_search_in_flight", None), 0.0);
     assert_eq!(value("agent_pages_search_scorer_slots_busy", None), 0.0);
     assert_eq!(value("agent_pages_search_cache_entries", None), 1.0);
+    assert!(value("agent_pages_search_cache_bytes", None) > 0.0);
     assert_eq!(value("agent_pages_search_candidates", None), 8.0);
     assert!(value("agent_pages_corpus_generation", None) >= 8.0);
     assert!(
