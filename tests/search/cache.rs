@@ -80,20 +80,29 @@ async fn a_page_taken_off_the_candidates_is_never_shown_again() {
 #[actix_web::test]
 async fn a_change_outside_the_candidates_keeps_the_cache_warm() {
     let app = spawn_app().await;
-    app.search("golang compiler", CLIENT).await;
-    // An archived page changing moves the generation but not the fingerprint.
+    let generation = || async { app.metric_values().await["agent_pages_corpus_generation"] };
+    let r = app.search("golang compiler", CLIENT).await;
+    assert_eq!(header(&r, "x-search-cache"), Some("miss"));
+    // Archiving vim takes it off the candidates: the fingerprint moves, so the
+    // same search scores again.
     app.conn()
         .execute(
             "UPDATE pages SET lifecycle = 'archived' WHERE slug = 'vim'",
             [],
         )
         .unwrap();
-    app.search("golang compiler", CLIENT).await;
+    let r = app.search("golang compiler", CLIENT).await;
+    assert_eq!(header(&r, "x-search-cache"), Some("miss"));
+    let before = generation().await;
+    // A change to vim now, outside the candidates, moves the generation but not
+    // the fingerprint: a hit.
     app.conn()
         .execute("UPDATE pages SET body = 'edited' WHERE slug = 'vim'", [])
         .unwrap();
     let r = app.search("golang compiler", CLIENT).await;
     assert_eq!(header(&r, "x-search-cache"), Some("hit"));
+    assert!(generation().await > before, "the generation moved");
+    assert_eq!(app.faults.scorings(), 2);
 }
 
 #[actix_web::test]
