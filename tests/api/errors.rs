@@ -60,7 +60,9 @@ async fn bodies_that_are_not_json_are_malformed_json_problems() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 400);
+    let p = Reply::of(r).await.problem(400, "malformed-json");
+    assert_eq!(p["field"], "title", "{p}");
+    assert_eq!(app.stored("target").1, "Target");
 }
 
 #[actix_web::test]

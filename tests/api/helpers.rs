@@ -21,7 +21,8 @@ pub struct Reply {
 }
 
 impl Reply {
-    async fn of(r: reqwest::Response) -> Self {
+    /// `r`, read whole.
+    pub async fn of(r: reqwest::Response) -> Self {
         Self {
             status: r.status().as_u16(),
             headers: r.headers().clone(),
