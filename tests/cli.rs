@@ -294,6 +294,9 @@ fn sigterm_lets_requests_in_flight_finish_and_drops_those_still_busy_when_the_dr
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 
+    // The request goes on for 3 s into the drain (actix checks a drain's end every
+    // second, so a drain of 0 or 1 s would have dropped it), then its body arrives.
+    std::thread::sleep(std::time::Duration::from_secs(3));
     finishing.write_all(body).unwrap();
     let mut answer = String::new();
     finishing.read_to_string(&mut answer).unwrap();
