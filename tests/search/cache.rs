@@ -205,6 +205,42 @@ async fn hits_past_the_touch_log_bound_keep_the_lru_order_exact() {
     );
 }
 
+#[actix_web::test]
+async fn concurrent_hits_keep_the_lru_order_exact() {
+    use agent_pages::search::cache::view::TOUCH_LOG_FLUSH;
+    let app = crate::helpers::spawn_app_with(|s| {
+        s.search.cache_entries = 3;
+        s.search.max_in_flight = 100_000;
+        s.search_budget.set_limit("minute", 1_000_000);
+        s.search_budget.set_limit("hour", 1_000_000);
+    })
+    .await;
+    let queries = ["kubernetes", "redis", "postgres"];
+    assert_eq!(cache_statuses(&app, &queries).await, ["miss"; 3]);
+    // Three rounds of concurrent hits, each waited for: on all three entries, then
+    // on the last two, then on the last one. Kubernetes is now the least recently
+    // used, then redis, then postgres, whatever order each round's hits ran in,
+    // and with more hits in all than the touch log holds before a flush.
+    let per_round = 600;
+    assert!(3 * per_round > TOUCH_LOG_FLUSH);
+    for round in 0..3 {
+        let hits: Vec<_> = (0..per_round)
+            .map(|i| app.spawn_search_full(queries[round + i % (3 - round)], CLIENT))
+            .collect();
+        for hit in hits {
+            let (status, cache, _) = hit.await.unwrap();
+            assert_eq!((status, cache.as_str()), (200, "hit"), "round {round}");
+        }
+    }
+    // Each miss evicts the least recently used: golang evicts kubernetes, then
+    // kubernetes redis, redis postgres, postgres golang. One wrong step would
+    // make a later one a hit.
+    assert_eq!(
+        cache_statuses(&app, &["golang", "kubernetes", "redis", "postgres"]).await,
+        ["miss"; 4]
+    );
+}
+
 /// Words of the generated corpus: far enough apart that each matches itself.
 const WORDS: [&str; 40] = [
     "amber", "basalt", "cobalt", "dune", "ember", "fjord", "granite", "harbor", "iris", "jasper",
