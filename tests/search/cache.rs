@@ -195,13 +195,14 @@ async fn hits_past_the_touch_log_bound_keep_the_lru_order_exact() {
         cache_statuses(&app, &["kubernetes", "redis"]).await,
         ["miss", "miss"]
     );
-    // More hits on kubernetes than the log holds, then one on redis: kubernetes is
-    // now the oldest, whether its uses were applied on the flush or at eviction.
+    // More hits on kubernetes than the log holds (the first ones applied on the
+    // flush, the last ones at eviction): redis, stored after it, is now the
+    // oldest, so postgres evicts redis and kubernetes stays.
     let many = vec!["kubernetes"; TOUCH_LOG_FLUSH + 5];
     assert!(cache_statuses(&app, &many).await.iter().all(|s| s == "hit"));
     assert_eq!(
-        cache_statuses(&app, &["redis", "postgres", "redis", "kubernetes"]).await,
-        ["hit", "miss", "hit", "miss"]
+        cache_statuses(&app, &["postgres", "kubernetes", "redis"]).await,
+        ["miss", "hit", "miss"]
     );
 }
 
@@ -218,25 +219,26 @@ async fn concurrent_hits_keep_the_lru_order_exact() {
     let queries = ["kubernetes", "redis", "postgres"];
     assert_eq!(cache_statuses(&app, &queries).await, ["miss"; 3]);
     // Three rounds of concurrent hits, each waited for: on all three entries, then
-    // on the last two, then on the last one. Kubernetes is now the least recently
-    // used, then redis, then postgres, whatever order each round's hits ran in,
-    // and with more hits in all than the touch log holds before a flush.
+    // on the first two, then on the first one. Postgres is now the least recently
+    // used, then redis, then kubernetes (the reverse of the order they were
+    // stored in), whatever order each round's hits ran in, and with more hits in
+    // all than the touch log holds before a flush.
     let per_round = 600;
     assert!(3 * per_round > TOUCH_LOG_FLUSH);
     for round in 0..3 {
         let hits: Vec<_> = (0..per_round)
-            .map(|i| app.spawn_search_full(queries[round + i % (3 - round)], CLIENT))
+            .map(|i| app.spawn_search_full(queries[i % (3 - round)], CLIENT))
             .collect();
         for hit in hits {
             let (status, cache, _) = hit.await.unwrap();
             assert_eq!((status, cache.as_str()), (200, "hit"), "round {round}");
         }
     }
-    // Each miss evicts the least recently used: golang evicts kubernetes, then
-    // kubernetes redis, redis postgres, postgres golang. One wrong step would
+    // Each miss evicts the least recently used: golang evicts postgres, then
+    // postgres redis, redis kubernetes, kubernetes golang. One wrong step would
     // make a later one a hit.
     assert_eq!(
-        cache_statuses(&app, &["golang", "kubernetes", "redis", "postgres"]).await,
+        cache_statuses(&app, &["golang", "postgres", "redis", "kubernetes"]).await,
         ["miss"; 4]
     );
 }
