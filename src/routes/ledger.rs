@@ -37,17 +37,22 @@ struct LedgerContext {
     total: i64,
 }
 
-/// `GET /?page=N`: candidates newest first, 50 a page. `page` must be a whole number
-/// from 1 (400 otherwise); a page past the end is an empty page with a link back.
+/// `GET /?page=N`: candidates newest first, 50 a page. `page` follows
+/// [`crate::domain::parse_whole_number`] (blank is 1, anything but digits from 1 is
+/// 400); a page past the end is an empty page with a link back.
 pub async fn ledger(
     state: web::Data<AppState>,
     req: HttpRequest,
     query: web::Query<LedgerQuery>,
 ) -> HttpResponse {
-    let page_no = match query.page.as_deref().map(str::parse::<i64>) {
-        None => 1,
-        Some(Ok(n)) if (1..=i64::MAX / LEDGER_PAGE_SIZE).contains(&n) => n,
-        Some(_) => {
+    // A number past any last page (even past what an offset can hold) is simply a
+    // page past the end.
+    let page_no = match crate::domain::parse_whole_number(query.page.as_deref()) {
+        Ok(None) => 1,
+        Ok(Some(n)) => i64::try_from(n)
+            .unwrap_or(i64::MAX)
+            .min(i64::MAX / LEDGER_PAGE_SIZE),
+        Err(_) => {
             return error_page(
                 &state,
                 &req,

@@ -5,6 +5,7 @@ mod admission;
 mod budget;
 mod cache;
 mod coalescing;
+mod consistency;
 #[path = "../common/mod.rs"]
 mod helpers;
 mod highlight;
