@@ -98,8 +98,12 @@ fn run_import(file: &std::path::Path, args: &DatabaseArgs) -> anyhow::Result<()>
         let size = f.metadata().ok().map(|m| m.len());
         import::import(&mut conn, f, size, now)?
     };
+    let format = match report.format.to_string() {
+        f if f.is_empty() => f,
+        f => format!(" ({f})"),
+    };
     println!(
-        "imported {}: {} new, {} updated, {} unchanged, {} skipped",
+        "imported {}{format}: {} new, {} updated, {} unchanged, {} skipped",
         file.display(),
         report.inserted,
         report.updated,
