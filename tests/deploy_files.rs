@@ -569,6 +569,22 @@ fn the_builder_stage_copies_every_target_cargo_must_find() {
         );
         checked_kinds.extend(kinds.iter().map(|k| k.to_string()));
     }
+    // A patched dependency's path (`[patch.crates-io]`) must be there too.
+    for line in manifest.lines() {
+        if let Some(path) = line
+            .split("path = \"")
+            .nth(1)
+            .and_then(|p| p.split('"').next())
+        {
+            let top = path.split('/').next().unwrap();
+            if top != "." {
+                assert!(
+                    copied.contains(&top),
+                    "the builder stage does not copy {top} (the path dependency {path})"
+                );
+            }
+        }
+    }
     // The loop above saw the manifest's targets, so it checked something.
     for kind in ["lib", "bin", "bench", "example"] {
         assert!(
