@@ -170,7 +170,12 @@ impl Application {
             hash_slots: Default::default(),
             pin_turns: Default::default(),
             storage,
-            markdown: crate::markdown::MarkdownCache::default(),
+            markdown: crate::markdown::MarkdownCache::start(
+                crate::markdown::DEFAULT_CACHE_ENTRIES,
+                crate::markdown::DEFAULT_CACHE_BYTES,
+                #[cfg(feature = "fault-injection")]
+                settings.markdown_hook.clone(),
+            ),
             notice_pages: crate::templates::StencilCache::new(256),
         });
         // Ready means a search can be answered at full speed: the candidate snapshot
@@ -198,6 +203,10 @@ impl Application {
                 .app_data(server_state.clone())
                 .configure(routes_config)
         });
+        let server = match settings.http_workers {
+            Some(workers) => server.workers(workers),
+            None => server,
+        };
         let server = with_deadlines!(server).listen(listener)?.run();
         let mut servers = vec![server];
 

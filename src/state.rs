@@ -60,7 +60,7 @@ pub struct AppState {
     pub pin_turns: crate::routes::api::pin_check::PinTurns,
     /// The database file as opened at start, to tell when it is gone or replaced.
     pub storage: crate::db::storage::Storage,
-    /// Rendered Markdown of recently shown page versions.
+    /// Rendered Markdown of recently shown page versions, and the render threads.
     pub markdown: crate::markdown::MarkdownCache,
     /// The pages of 429s, 503s and other notices, as stencils to fill with the
     /// query (`templates::Stencil`).

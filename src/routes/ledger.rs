@@ -114,50 +114,19 @@ struct PageContext {
     og_title: String,
 }
 
-/// A plain-text summary of a body for `<meta name="description">`: the first
-/// 160 characters of its text, whitespace collapsed, or a line naming the page.
-fn description(title: &str, body: &str) -> String {
-    use pulldown_cmark::{Event, Parser, TagEnd};
-    const LIMIT: usize = 160;
-    let mut raw = String::new();
-    for event in Parser::new_ext(body, crate::markdown::options()) {
-        match event {
-            Event::Text(t) | Event::Code(t) => raw.push_str(&t),
-            Event::SoftBreak
-            | Event::HardBreak
-            | Event::End(
-                TagEnd::Paragraph
-                | TagEnd::Heading(_)
-                | TagEnd::Item
-                | TagEnd::CodeBlock
-                | TagEnd::TableCell,
-            ) => raw.push(' '),
-            _ => {}
-        }
-        if raw.len() > LIMIT * 8 {
-            break;
-        }
+/// `<meta name="description">` of a page: its body's summary, or a line naming the
+/// page when the body has no text.
+fn description(title: &str, summary: &str) -> String {
+    if summary.is_empty() {
+        format!("{title}, a page on agent-pages.")
+    } else {
+        summary.to_owned()
     }
-    let text = raw.split_whitespace().collect::<Vec<_>>().join(" ");
-    let text = text.trim();
-    if text.is_empty() {
-        return format!("{title}, a page on agent-pages.");
-    }
-    if text.chars().count() <= LIMIT {
-        return text.to_owned();
-    }
-    // Cut at the last word boundary that fits (mid-word only for one huge word).
-    let cut: String = text.chars().take(LIMIT).collect();
-    let cut = match cut.rfind(' ') {
-        Some(space) if space > 0 => &cut[..space],
-        _ => cut.as_str(),
-    };
-    let cut: String = cut.trim_end().chars().take(LIMIT - 1).collect();
-    format!("{cut}…")
 }
 
 /// `GET /p/{slug}`: the page with its body rendered from Markdown (once per
-/// version), or the 404 page for an unknown or non-candidate slug.
+/// version, on a render thread: this handler awaits it without holding its worker),
+/// or the 404 page for an unknown or non-candidate slug.
 pub async fn page(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -165,13 +134,14 @@ pub async fn page(
 ) -> HttpResponse {
     match find(&state, slug.into_inner()).await {
         Ok(Some(p)) => {
-            let body_html = state.markdown.get_or_render(p.id, p.version, &p.body);
+            let has_body = !p.body.trim().is_empty();
+            let rendered = state.markdown.rendered(p.id, p.version, p.body).await;
             let context = PageContext {
-                meta_description: description(&p.title, &p.body),
+                meta_description: description(&p.title, &rendered.summary),
                 og_title: p.title.clone(),
                 page: PageView {
-                    has_body: !p.body.trim().is_empty(),
-                    body_html: body_html.to_string(),
+                    has_body,
+                    body_html: rendered.html.clone(),
                     slug: p.slug,
                     title: p.title,
                     version: p.version,
@@ -232,19 +202,8 @@ mod tests {
     use super::description;
 
     #[test]
-    fn descriptions_are_the_body_text_cut_at_160_characters() {
-        assert_eq!(
-            description(
-                "T",
-                "# Intro\n\nSome **bold** text\nover lines.\n\n| a | b |\n|---|---|\n| 1 | 2 |"
-            ),
-            "Intro Some bold text over lines. a b 1 2"
-        );
-        assert_eq!(description("Notes", "  "), "Notes, a page on agent-pages.");
-        let long = description("T", &"words ".repeat(100));
-        assert!(long.chars().count() <= 160, "{long}");
-        assert!(long.ends_with(" words…"), "{long}");
-        let one_word = description("T", &"x".repeat(500));
-        assert_eq!(one_word.chars().count(), 160);
+    fn a_page_without_text_is_described_by_its_title() {
+        assert_eq!(description("Notes", ""), "Notes, a page on agent-pages.");
+        assert_eq!(description("Notes", "Some text"), "Some text");
     }
 }

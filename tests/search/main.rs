@@ -14,5 +14,6 @@ mod matrix;
 mod pages;
 mod paging;
 mod privacy;
+mod rendering;
 mod slots;
 mod validation;
