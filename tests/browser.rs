@@ -15,6 +15,13 @@
 mod helpers;
 use helpers::support;
 
+#[path = "browser/live_edges.rs"]
+mod live_edges;
+#[path = "browser/pixels.rs"]
+mod pixels;
+#[path = "browser/proxy.rs"]
+mod proxy;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -132,10 +139,12 @@ struct Visit<'a> {
 }
 
 impl<'a> Visit<'a> {
-    fn new(browser: &'a Client, app: &TestApp) -> Self {
+    /// A visit to the site at `base` (`http://host:port`: the app, or a proxy in
+    /// front of it).
+    fn new(browser: &'a Client, base: &str) -> Self {
         Visit {
             browser,
-            base: app.address.clone(),
+            base: base.to_owned(),
             shots: screenshot_dir(),
         }
     }
@@ -336,7 +345,8 @@ impl<'a> Visit<'a> {
     }
 
     /// What a failed search page must still offer: the form, holding the query, a
-    /// "Try again" button and the link back to the ledger.
+    /// "Try again" button that submits it (so it searches what the box holds) and
+    /// the link back to the ledger.
     async fn expect_form_and_ledger_link(&self, q: &str) -> anyhow::Result<()> {
         let input = self
             .browser
@@ -351,7 +361,7 @@ impl<'a> Visit<'a> {
         );
         self.browser
             .find(Locator::XPath(
-                "//main//form[@action='/search']//button[normalize-space()='Try again']",
+                "//main//button[@type='submit'][@form='search-form'][normalize-space()='Try again']",
             ))
             .await
             .context("the Try again button is missing")?;
@@ -381,10 +391,24 @@ async fn in_browser_with<F>(app: &TestApp, name: &str, javascript: bool, extra: 
 where
     F: for<'v> AsyncFnOnce(&'v Visit<'v>) -> anyhow::Result<()>,
 {
+    in_browser_at(app, &app.address, name, javascript, extra, journey).await
+}
+
+/// [`in_browser_with`], visiting `base` (a proxy in front of `app`, say).
+async fn in_browser_at<F>(
+    app: &TestApp,
+    base: &str,
+    name: &str,
+    javascript: bool,
+    extra: &[&str],
+    journey: F,
+) where
+    F: for<'v> AsyncFnOnce(&'v Visit<'v>) -> anyhow::Result<()>,
+{
     let _one = ONE_BROWSER.lock().await;
     let driver = Driver::start();
     let (browser, _profile) = driver.session(javascript, extra).await;
-    let visit = Visit::new(&browser, app);
+    let visit = Visit::new(&browser, base);
     let outcome = journey(&visit).await;
     if outcome.is_err() {
         // A failure screenshot says more than the message alone.
