@@ -69,12 +69,21 @@ export function formatWait(seconds) {
 export class Budget {
   constructor() {
     this.windows = new Map();
+    // A search was lost on its way (it may have been spent, even several times):
+    // what is known is an upper bound until the next answer.
+    this.atMost = false;
+  }
+
+  /** A search got no answer: it may have been counted. */
+  lost() {
+    this.atMost = true;
   }
 
   /** Records an answer's `RateLimit` and `RateLimit-Policy` values, received at
    *  `now` (ms since the epoch). */
   record(rateLimit, policy, now) {
     const quotas = new Map(parseItems(policy).map((p) => [p.name, p.q]));
+    if (parseRateLimit(rateLimit).length > 0) this.atMost = false;
     for (const { name, r, t } of parseRateLimit(rateLimit)) {
       const known = this.windows.get(name);
       const q = quotas.has(name) ? quotas.get(name) : known && known.q;
@@ -82,12 +91,12 @@ export class Budget {
     }
   }
 
-  /** The tightest window at `now`: {name, r}, or null before any answer. */
+  /** The tightest window at `now`: {name, r, atMost}, or null before any answer. */
   tightest(now) {
     let best = null;
     for (const [name, w] of this.windows) {
       const r = now >= w.endsAt && Number.isFinite(w.q) ? w.q : w.r;
-      if (!best || r < best.r) best = { name, r };
+      if (!best || r < best.r) best = { name, r, atMost: this.atMost };
     }
     return best;
   }
@@ -137,10 +146,11 @@ function countDown(until, target, done) {
 }
 
 /** What a lost answer says: it may have been spent (Chromium sends a GET again by
- *  itself when a kept-alive connection drops, up to three times). */
+ *  itself when a kept-alive connection drops, up to three times, and the script
+ *  cannot tell how often); the budget line then says "At most". */
 const LOST = "No answer came: the connection failed. The search may still have been " +
-  "counted against your searches (when a connection drops, a browser can send a " +
-  "search again by itself, and each one counts). Check the connection and try again.";
+  "counted, more than once if your browser sent it again by itself. Check the " +
+  "connection and try again.";
 
 class LiveSearch {
   constructor(form) {
@@ -255,6 +265,8 @@ class LiveSearch {
     } catch (e) {
       if (this.inFlight !== request) return;
       this.inFlight = null;
+      this.budget.lost();
+      this.showBudget(Date.now());
       if (!this.isCurrent(copy)) return this.stopPending();
       this.showFailure(q, LOST);
       return;
@@ -401,7 +413,8 @@ class LiveSearch {
   showBudget(now) {
     const tightest = this.budget.tightest(now);
     if (!tightest) return;
-    this.budgetLine.textContent = `${plural(tightest.r, "search", "searches")} left this ${tightest.name}`;
+    const left = `${plural(tightest.r, "search", "searches")} left this ${tightest.name}`;
+    this.budgetLine.textContent = tightest.atMost ? `At most ${left}` : left;
   }
 
   /** The results, worded as the server's page words them (search.html). */

@@ -270,6 +270,11 @@ async fn a_failed_live_search_moves_address_title_and_status_with_the_notice() {
             notice.contains("may still have been counted"),
             "the failure does not say the search may have been spent: {notice:?}"
         );
+        let line = v.text("#search-budget").await?;
+        ensure!(
+            line == "At most 19 searches left this minute",
+            "after a lost search the budget line says {line:?}"
+        );
         ensure!(
             app.counters("127.0.0.1").0 == 1 + sends as i64,
             "each send of the lost search spent one: {:?} for {sends}",
@@ -699,4 +704,75 @@ async fn markdown_task_boxes_kbd_and_inline_code_read_well_at_390_pixels() {
         Ok(())
     })
     .await;
+}
+
+/// The screenshots in `docs/screenshots/` (docs/visitors.md shows them): the live
+/// search pending, failed, busy (503 after its retry) and refused (429, a wait past
+/// a minute), in both themes at 720 × 480. Not run by default (it writes into the
+/// repository); regenerate with
+/// `cargo test --locked --test browser -- --ignored docs_screenshots`.
+#[actix_web::test]
+#[ignore = "writes docs/screenshots/; run by hand to regenerate them"]
+async fn docs_screenshots_of_the_live_search_states() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    for theme in ["light", "dark"] {
+        // One scorer slot (blocked for the 503), eight searches an hour, and
+        // 271 seconds left in the hour, so the 429's wait reads in minutes.
+        let app = spawn_app_with(|s| {
+            s.search.concurrency = 1;
+            s.search_budget.set_limit("minute", 100);
+            s.search_budget.set_limit("hour", 8);
+        })
+        .await;
+        app.clock.set(T0 + 3600 - 271);
+        let proxy = Proxy::start(&app.address).await;
+        let dir = dir.clone();
+        in_browser_at(
+            &app,
+            &proxy.address,
+            "docs-screenshots",
+            true,
+            &[],
+            async |v| {
+                let save = async |name: &str| -> anyhow::Result<()> {
+                    let path = dir.join(format!("live-{name}-{theme}.png"));
+                    std::fs::write(&path, v.browser.screenshot().await?)?;
+                    eprintln!("wrote {}", path.display());
+                    Ok(())
+                };
+                v.viewport(720, 480).await?;
+                v.goto("/").await?;
+                v.choose_theme(theme).await?;
+
+                proxy.hold("kubernetes");
+                v.paste("kubernetes").await?;
+                v.wait_text("#search-pending", "Searching…").await?;
+                save("pending").await?;
+                proxy.release("kubernetes");
+                v.wait_text("main h1", "Results for “kubernetes”").await?;
+
+                proxy.drop_answers("golang");
+                v.paste("golang").await?;
+                v.wait_text("main h1", "Search failed").await?;
+                save("failure").await?;
+
+                let blocked = app.spawn_search("block me", "203.0.113.7");
+                app.faults.wait_blocked(1).await;
+                v.paste("vim").await?;
+                v.wait_text("main h1", "Search is busy").await?;
+                save("503").await?;
+
+                // The rest of the hour's searches, spent by the same client.
+                while app.search("zz spend", "127.0.0.1").await.status() != 429 {}
+                v.paste("redis").await?;
+                v.wait_text("main h1", "Too many searches").await?;
+                save("429").await?;
+                app.faults.open();
+                ensure!(blocked.await? == 200, "the blocked search");
+                Ok(())
+            },
+        )
+        .await;
+    }
 }
