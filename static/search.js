@@ -166,10 +166,11 @@ class LiveSearch {
       nodes: Array.from(this.main.childNodes),
       url: location.pathname + location.search,
       title: document.title,
-      value: this.input.value,
-      // A first page of results for the box's query needs no request.
+      // As the server filled the box (the visitor may have typed before this ran).
+      value: this.input.defaultValue,
+      // A first page of results for that query needs no request.
       shown: location.pathname === "/search" && results && (page === null || page === "1")
-        ? matchCopy(this.input.value) : "",
+        ? matchCopy(this.input.defaultValue) : "",
       wait: false,
     };
     this.showing = "original";
@@ -187,7 +188,8 @@ class LiveSearch {
     this.liveView = null;
     // Whether the history entry shown is the one this visit's live answers use.
     this.pushed = false;
-    this.ignorePop = false;
+    // The address (path and query) of what main shows.
+    this.paintedUrl = this.original.url;
     this.stopCountdown = () => {};
 
     this.input.addEventListener("input", () => this.schedule());
@@ -195,6 +197,8 @@ class LiveSearch {
     this.main.addEventListener("keydown", (e) => this.onResultKey(e));
     form.addEventListener("submit", (e) => this.onSubmit(e));
     window.addEventListener("popstate", (e) => this.onPop(e));
+    // Typed before this module ran: no input event will come for it.
+    if (this.input.value !== this.input.defaultValue) this.schedule();
   }
 
   schedule() {
@@ -343,6 +347,7 @@ class LiveSearch {
     this.stopPending();
     this.main.replaceChildren(...view.nodes);
     this.showing = view.view;
+    this.paintedUrl = view.url;
     document.title = view.title;
     this.updateThemeLinks(view.url);
     this.status.textContent = view.status;
@@ -372,18 +377,17 @@ class LiveSearch {
     this.shown = this.original.shown;
     this.paint({ ...this.original, view: "original", status: "" });
     if (this.pushed) {
+      // Back to the entry typed on; its popstate finds the page already shown.
       this.pushed = false;
-      this.ignorePop = true;
       history.back();
     }
   }
 
-  /** Back and Forward between the page typed on and its live answers. */
+  /** Back and Forward between the page typed on and its live answers. An entry
+   *  at the address already shown (a `#main` skip, the back() of restore) changes
+   *  nothing. */
   onPop(e) {
-    if (this.ignorePop) {
-      this.ignorePop = false;
-      return;
-    }
+    if (location.pathname + location.search === this.paintedUrl) return;
     this.cancel();
     if (e.state && e.state.live) {
       if (!this.liveView) {

@@ -316,6 +316,24 @@ async fn back_after_live_results_returns_to_the_ledger_and_forward_to_the_result
         v.paste("golang compiler").await?;
         v.wait_text("main h1", "Results for “golang compiler”")
             .await?;
+        // A skip to #main is an entry of its own, at the same address: going
+        // there and back changes nothing shown.
+        v.script("document.querySelector('a.skip-link').click();")
+            .await?;
+        v.wait("the #main entry", || async {
+            let at = v.browser.current_url().await?;
+            Ok(if at.fragment() == Some("main") {
+                Ok(())
+            } else {
+                Err(at.to_string())
+            })
+        })
+        .await?;
+        v.browser.back().await?;
+        ensure!(
+            v.text("main h1").await? == "Results for “golang compiler”",
+            "Back from #main left the results"
+        );
         v.browser.back().await?;
         v.wait_for_path("/").await?;
         v.wait_text("main h1", "Ledger").await?;
