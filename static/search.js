@@ -145,9 +145,9 @@ function countDown(until, target, done) {
   return () => clearInterval(timer);
 }
 
-/** What a lost answer says: it may have been spent (Chromium sends a GET again by
- *  itself when a kept-alive connection drops, up to three times, and the script
- *  cannot tell how often); the budget line then says "At most". */
+/** What a lost answer says: it may have been spent, even several times (Chromium
+ *  sends a GET again by itself when a kept-alive connection drops before the
+ *  answer, and the script cannot tell how often); the budget line says "At most". */
 const LOST = "No answer came: the connection failed. The search may still have been " +
   "counted, more than once if your browser sent it again by itself. Check the " +
   "connection and try again.";
