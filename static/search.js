@@ -315,8 +315,10 @@ class LiveSearch {
       this.showWait(body.title || "Search is busy", body.detail || "Search is busy right now.",
         now + retryAfter * 1000, q);
     } else {
+      // A 500 may go away; a refused text (400) will not: no "Try again" for it.
+      const failed = response.status >= 500;
       this.showFailure(q, body.detail || "This search could not be answered.",
-        response.status >= 500 ? "Search failed" : (body.title || "Search"));
+        failed ? "Search failed" : (body.title || "Search"), failed);
     }
   }
 
@@ -484,9 +486,9 @@ class LiveSearch {
 
   /** A failure: the same rule as every answer (address, title and live region
    *  follow); the notice is an alert, so the polite region is emptied. */
-  showFailure(q, message, heading = "Search failed") {
+  showFailure(q, message, heading = "Search failed", retry = true) {
     this.shown = "";
-    this.present("failure", this.notice(heading, "error", message, q), searchUrl(q, 1),
+    this.present("failure", this.notice(heading, "error", message, retry ? q : null), searchUrl(q, 1),
       `${heading} · agent-pages`, "");
   }
 
