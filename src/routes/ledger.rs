@@ -57,7 +57,7 @@ pub async fn ledger(
         }
     };
     let offset = (page_no - 1) * LEDGER_PAGE_SIZE;
-    let fetched = db::with_conn(&state.pool, move |c| {
+    let fetched = db::with_conn(&state.pages.pool, move |c| {
         Ok((
             pages::count_candidates(c)?,
             pages::ledger(c, offset, LEDGER_PAGE_SIZE)?,
@@ -160,7 +160,7 @@ pub async fn page(
 ) -> HttpResponse {
     match find(&state, slug.into_inner()).await {
         Ok(Some(p)) => {
-            let body_html = state.markdown.get_or_render(p.id, p.version, &p.body);
+            let body_html = state.pages.markdown.get_or_render(p.id, p.version, &p.body);
             let context = PageContext {
                 meta_description: description(&p.title, &p.body),
                 og_title: p.title.clone(),
@@ -200,7 +200,10 @@ async fn find(state: &AppState, slug: String) -> Result<Option<pages::Page>, db:
     if PageSlug::parse(&slug).is_err() {
         return Ok(None);
     }
-    db::with_conn(&state.pool, move |c| pages::candidate_by_slug(c, &slug)).await
+    db::with_conn(&state.pages.pool, move |c| {
+        pages::candidate_by_slug(c, &slug)
+    })
+    .await
 }
 
 fn page_not_found(state: &AppState, req: &HttpRequest) -> HttpResponse {
