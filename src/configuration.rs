@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
+use crate::client_ip::TrustedProxies;
 use crate::clock::{Clock, SystemClock};
-use crate::search::client_ip::TrustedProxies;
+use crate::request_limits::RequestLimits;
 
 /// Where the database lives unless `AGENT_PAGES_DATABASE` says otherwise.
 pub const DEFAULT_DATABASE: &str = "data/agent-pages.sqlite3";
@@ -124,7 +125,7 @@ pub struct Settings {
     /// Test-only fault injection: called with the match copy at the start of every
     /// scoring, inside the scorer slot (may panic or block).
     #[cfg(feature = "fault-injection")]
-    pub scoring_hook: Option<crate::actors::scorer::ScoringHook>,
+    pub scoring_hook: Option<crate::search::scorer::ScoringHook>,
     /// HTTP worker threads of the main listener; `None` is actix's default (one
     /// per CPU). Not read from the environment: tests set 1 to show that nothing
     /// slow runs on a worker.
@@ -142,25 +143,6 @@ pub struct SearchSettings {
     pub cache_entries: usize,
     pub result_limit: usize,
     pub max_in_flight: usize,
-}
-
-/// Bounds on reading request bodies (`AGENT_PAGES_BODY_TIMEOUT_SECS`,
-/// `AGENT_PAGES_MAX_OPEN_BODIES`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RequestLimits {
-    /// A body must have arrived in full this long after its reading began.
-    pub body_timeout: Duration,
-    /// Bodies being read at once in the process.
-    pub max_open_bodies: usize,
-}
-
-impl Default for RequestLimits {
-    fn default() -> Self {
-        Self {
-            body_timeout: Duration::from_secs(10),
-            max_open_bodies: 128,
-        }
-    }
 }
 
 impl Default for SearchSettings {

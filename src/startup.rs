@@ -11,16 +11,17 @@ use actix_web::{middleware, web, App, HttpServer};
 use anyhow::Context as _;
 use tracing_actix_web::TracingLogger;
 
-use crate::actors::cache::Cache;
-use crate::actors::rate_limiter::RateLimiter;
-use crate::actors::scorer::ScorerPool;
+use crate::budget::error::StoreError;
+use crate::budget::rate_limiter::RateLimiter;
 use crate::budget::redis::RedisCounters;
-use crate::budget::store::{BudgetStore, StoreError};
+use crate::budget::store::BudgetStore;
 use crate::clock::Clock;
 use crate::configuration::Settings;
 use crate::metrics::Metrics;
+use crate::search::cache::Cache;
 use crate::search::corpus::Corpus;
-use crate::state::{AppState, Budgets};
+use crate::search::scorer::ScorerPool;
+use crate::state::{ApiState, AppState, Budgets, PageState, RateLimitPolicies, SearchState};
 use crate::telemetry::PathOnlyRootSpan;
 use crate::{db, import, routes, templates};
 
@@ -139,44 +140,52 @@ impl Application {
         );
         let cache_view = cache.view();
         let cache = cache.start();
-        let budgets = Budgets {
-            search: Arc::new(settings.search_budget.clone()),
-            publish: Arc::new(settings.publish_budget.clone()),
-            pin_failures: Arc::new(settings.pin_failure_budget.clone()),
-        };
-        let horizon = [&budgets.search, &budgets.publish, &budgets.pin_failures]
+        let search_budget = Arc::new(settings.search_budget.clone());
+        let publish_budget = Arc::new(settings.publish_budget.clone());
+        let pin_failure_budget = Arc::new(settings.pin_failure_budget.clone());
+        let horizon = [&search_budget, &publish_budget, &pin_failure_budget]
             .iter()
             .map(|b| b.horizon())
             .max()
             .unwrap_or(0);
-        let policies =
-            crate::state::RateLimitPolicies::of(&budgets).context("formatting RateLimit-Policy")?;
+        let policies = RateLimitPolicies::of(&search_budget, &publish_budget)
+            .context("formatting RateLimit-Policy")?;
         let state = web::Data::new(AppState {
-            pool,
+            pages: PageState {
+                pool,
+                storage,
+                markdown: crate::markdown::MarkdownCache::start(
+                    crate::markdown::DEFAULT_CACHE_ENTRIES,
+                    crate::markdown::DEFAULT_CACHE_BYTES,
+                    #[cfg(feature = "fault-injection")]
+                    settings.markdown_hook.clone(),
+                ),
+            },
+            search: SearchState {
+                settings: settings.search,
+                admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
+                corpus: corpus.clone(),
+                cache,
+                cache_view,
+                scorers,
+                notice_pages: crate::templates::StencilCache::new(256),
+            },
+            budgets: Budgets {
+                store: budget_store.clone(),
+                search: search_budget,
+                publish: publish_budget,
+                pin_failures: pin_failure_budget,
+                policies,
+            },
+            api: ApiState {
+                bodies: crate::request_limits::BodyGate::new(settings.requests),
+                hash_slots: Default::default(),
+                pin_turns: Default::default(),
+            },
             templates: templates::load().context("parsing templates")?,
-            budget_store: budget_store.clone(),
-            budgets,
-            policies,
-            cache,
-            cache_view,
-            scorers,
-            corpus: corpus.clone(),
             trusted_proxies: settings.trusted_proxies.clone(),
-            search_settings: settings.search,
             clock: settings.clock.clone(),
-            admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
             metrics,
-            bodies: routes::api::body::BodyGate::new(settings.requests),
-            hash_slots: Default::default(),
-            pin_turns: Default::default(),
-            storage,
-            markdown: crate::markdown::MarkdownCache::start(
-                crate::markdown::DEFAULT_CACHE_ENTRIES,
-                crate::markdown::DEFAULT_CACHE_BYTES,
-                #[cfg(feature = "fault-injection")]
-                settings.markdown_hook.clone(),
-            ),
-            notice_pages: crate::templates::StencilCache::new(256),
         });
         // Ready means a search can be answered at full speed: the candidate snapshot
         // is built before the server is handed back (and `listening on` printed).
@@ -234,7 +243,7 @@ impl Application {
             budget_store,
             horizon,
             settings.clock.clone(),
-            state.pool.clone(),
+            state.pages.pool.clone(),
         );
         Ok(Self {
             address,
@@ -266,7 +275,7 @@ impl Application {
             .map(drop);
         // Close the pool inside the runtime: deadpool drops each connection through
         // `spawn_blocking`, which panics once the runtime is shutting down.
-        self.state.pool.close();
+        self.state.pages.pool.close();
         result
     }
 

@@ -14,7 +14,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use agent_pages::search::client_ip::TrustedProxies;
+use agent_pages::client_ip::TrustedProxies;
 use serde_yaml::Value;
 use support::{free_port, require_program};
 

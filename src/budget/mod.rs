@@ -1,12 +1,15 @@
 //! Per-client request budgets over fixed windows (SPEC §5 gates 3/4, §9 publish
 //! budget, PIN failures): which windows, how a client's bucket keys are made, what a
 //! spend decides, and how the `RateLimit` headers say it. Where the counters live
-//! is [`store`]'s business (SQLite by default, Redis when configured).
+//! is [`store`]'s business: SQLite by default ([`rate_limiter`], the actor that owns
+//! the write connection, running [`sqlite`]'s SQL), [`redis`] when configured.
 //!
 //! A budget is data: a key prefix and a list of [`FixedWindow`]s. A spend admits
 //! only if every window is under its limit, and then counts one in all of them
 //! (both-or-neither, however many windows there are).
 
+pub mod error;
+pub mod rate_limiter;
 pub mod redis;
 pub mod sqlite;
 pub mod store;
@@ -18,7 +21,7 @@ use sha2::{Digest, Sha256};
 
 pub use window::FixedWindow;
 
-use crate::search::client_ip::ClientIp;
+use crate::client_ip::ClientIp;
 
 /// One budget: the prefix of its bucket keys and its windows, in the order they are
 /// checked (the first full one refuses).

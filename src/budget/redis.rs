@@ -29,7 +29,7 @@ use std::time::Duration;
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ::redis::{ErrorKind, RedisError, Script};
 
-use super::store::StoreError;
+use super::error::StoreError;
 use super::{BucketKeys, Budget, Decision};
 
 /// How long one Redis call may take before the request is answered without it.

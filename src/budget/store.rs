@@ -25,46 +25,11 @@ use std::sync::{Arc, Mutex};
 use actix::Addr;
 use hashlink::LruCache;
 
+use super::error::StoreError;
+pub use super::rate_limiter::CountMode;
+use super::rate_limiter::{self, RateLimiter};
 use super::redis::RedisCounters;
 use super::{BucketKeys, Budget, Decision};
-pub use crate::actors::rate_limiter::CountMode;
-use crate::actors::rate_limiter::{self, RateLimiter};
-use crate::db::DbError;
-
-/// Why a budget operation has no answer. Callers answer 503 or 500 by kind; the
-/// cause is for logs only.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The SQLite counters failed (I/O, lock timeout, corruption).
-    #[error("budget database: {0}")]
-    Db(DbError),
-    /// The store did not answer in time (Redis down or slow, SQLite locked by
-    /// another writer past its busy timeout): answer 503, never admit.
-    #[error("budget store unavailable: {0}")]
-    Unavailable(String),
-    /// A batch of SQLite spends failed (not for a lock held too long).
-    #[error("{0}")]
-    Batch(rate_limiter::SpendFailed),
-    /// The RateLimiter actor is gone (shutting down).
-    #[error("rate limiter: {0}")]
-    Mailbox(#[from] actix::MailboxError),
-    /// Redis answered something the budget script never returns (a bug, or a key
-    /// of ours overwritten by someone else): answer 500.
-    #[error("budget store answer: {0}")]
-    Redis(String),
-}
-
-impl From<DbError> for StoreError {
-    /// A lock held by another writer past the busy timeout is unavailability (503),
-    /// anything else a failure (500).
-    fn from(e: DbError) -> Self {
-        if e.is_busy() {
-            StoreError::Unavailable(e.to_string())
-        } else {
-            StoreError::Db(e)
-        }
-    }
-}
 
 /// A cheap, cloneable handle on the budget counters.
 #[derive(Clone)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
-use crate::budget::store::StoreError;
+use crate::budget::error::StoreError;
 use crate::state::AppState;
 
 /// How long `/readyz` waits for the budget store's answer.
@@ -36,19 +36,19 @@ pub struct Readiness {
 /// snapshot is built and the budget store answers; else 503. JSON either way.
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     // Answers say which check failed in a few words; the details go to the log.
-    let database = match state.storage.check() {
+    let database = match state.pages.storage.check() {
         Ok(()) => "ok".to_owned(),
         Err(fault) => {
             tracing::error!(%fault, "readiness: database file");
             format!("the database file is {}", fault.short())
         }
     };
-    let snapshot = if state.corpus.peek().generation >= 0 {
+    let snapshot = if state.search.corpus.peek().generation >= 0 {
         "ok".to_owned()
     } else {
         "the candidate snapshot is not built yet".to_owned()
     };
-    let read = state.budget_store.ping();
+    let read = state.budgets.store.ping();
     let budget_store = match tokio::time::timeout(READY_CHECK_TIMEOUT, read).await {
         Ok(Ok(())) => "ok".to_owned(),
         // The store logs an outage once when it starts and once when it ends; a

@@ -62,7 +62,7 @@ pub async fn ledger(
         }
     };
     let offset = (page_no - 1) * LEDGER_PAGE_SIZE;
-    let fetched = db::with_conn(&state.pool, move |c| {
+    let fetched = db::with_conn(&state.pages.pool, move |c| {
         Ok((
             pages::count_candidates(c)?,
             pages::ledger(c, offset, LEDGER_PAGE_SIZE)?,
@@ -135,7 +135,7 @@ pub async fn page(
     match find(&state, slug.into_inner()).await {
         Ok(Some(p)) => {
             let has_body = !p.body.trim().is_empty();
-            let rendered = state.markdown.rendered(p.id, p.version, p.body).await;
+            let rendered = state.pages.markdown.rendered(p.id, p.version, p.body).await;
             let context = PageContext {
                 meta_description: description(&p.title, &rendered.summary),
                 og_title: p.title.clone(),
@@ -175,7 +175,10 @@ async fn find(state: &AppState, slug: String) -> Result<Option<pages::Page>, db:
     if PageSlug::parse(&slug).is_err() {
         return Ok(None);
     }
-    db::with_conn(&state.pool, move |c| pages::candidate_by_slug(c, &slug)).await
+    db::with_conn(&state.pages.pool, move |c| {
+        pages::candidate_by_slug(c, &slug)
+    })
+    .await
 }
 
 fn page_not_found(state: &AppState, req: &HttpRequest) -> HttpResponse {

@@ -67,7 +67,7 @@ async fn the_11th_wrong_pin_from_one_client_is_429_and_other_clients_are_unaffec
         app.state
             .budgets
             .pin_failures
-            .keys(&agent_pages::search::client_ip::ClientIp::from_addr(
+            .keys(&agent_pages::client_ip::ClientIp::from_addr(
                 client.parse().unwrap(),
             ))
             .0

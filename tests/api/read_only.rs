@@ -14,7 +14,7 @@ use crate::common::spawn_app_with;
 use crate::helpers::{TestApp, AGENT, PIN};
 
 async fn make_every_pooled_connection_read_only(app: &TestApp) {
-    let pool = &app.state.pool;
+    let pool = &app.state.pages.pool;
     let mut held = Vec::new();
     for _ in 0..pool.status().max_size {
         held.push(pool.get().await.unwrap());

@@ -96,7 +96,7 @@ async fn a_slow_markdown_render_holds_no_http_worker() {
     );
     assert!(page.contains("&gt; x"), "the innermost text is kept");
     // Rendered once (beside the other page): the next view is served from memory.
-    assert_eq!(app.state.markdown.len(), 2);
+    assert_eq!(app.state.pages.markdown.len(), 2);
     assert_eq!(app.get("/p/curl").await.status(), 200);
-    assert_eq!(app.state.markdown.len(), 2);
+    assert_eq!(app.state.pages.markdown.len(), 2);
 }

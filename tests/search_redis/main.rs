@@ -33,7 +33,7 @@ mod helpers {
     #[actix_web::test]
     async fn the_budget_counters_really_are_in_redis_and_not_in_sqlite() {
         let app = spawn_app().await;
-        assert_eq!(app.state.budget_store.kind(), "redis");
+        assert_eq!(app.state.budgets.store.kind(), "redis");
         assert_eq!(app.search("golang", "192.0.2.77").await.status(), 200);
         assert_eq!(app.counters("192.0.2.77"), (1, 1));
         let rows: i64 = app

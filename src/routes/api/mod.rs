@@ -93,13 +93,13 @@ where
     T: Send + 'static,
 {
     let check = || {
-        state.storage.check().map_err(|fault| {
+        state.pages.storage.check().map_err(|fault| {
             tracing::error!(%fault, "refusing a write: the database file cannot keep it");
             ApiError::StorageUnavailable
         })
     };
     check()?;
-    let out = db::with_write(&state.pool, f).await?;
+    let out = db::with_write(&state.pages.pool, f).await?;
     check()?;
     Ok(out)
 }
@@ -153,11 +153,11 @@ pub async fn create(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let input: CreatePage = body::read_json(&state.bodies, &req, payload).await?;
+    let input: CreatePage = body::read_json(&state.api.bodies, &req, payload).await?;
     let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
     let spent = publish_budget::spend(&state, &req).await?;
     let pin_hash = match input.pin {
-        Some(pin) => Some(pin::hash_off_thread(&state.hash_slots, pin).await?),
+        Some(pin) => Some(pin::hash_off_thread(&state.api.hash_slots, pin).await?),
         None => None,
     };
     let now = state.clock.now();
@@ -204,7 +204,7 @@ pub async fn list(
     )?;
     let page = whole_number("page", query.page.as_deref(), 1, openapi::MAX_PAGE)?;
     let offset = (page - 1) * per_page;
-    let (total, rows) = db::with_conn(&state.pool, move |c| {
+    let (total, rows) = db::with_conn(&state.pages.pool, move |c| {
         Ok((
             pages::count_candidates(c)?,
             pages::ledger(c, offset, per_page)?,
@@ -264,9 +264,11 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let slug = path_slug(&slug)?;
     let wanted = slug.to_string();
-    let page = db::with_conn(&state.pool, move |c| pages::candidate_by_slug(c, &wanted))
-        .await?
-        .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
+    let page = db::with_conn(&state.pages.pool, move |c| {
+        pages::candidate_by_slug(c, &wanted)
+    })
+    .await?
+    .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
     Ok(HttpResponse::Ok().json(PageView {
         url: page_url(&state, &req, &page.slug),
         slug: page.slug,
@@ -312,7 +314,7 @@ pub async fn update(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let slug = path_slug(&slug)?;
-    let input: UpdatePage = body::read_json(&state.bodies, &req, payload).await?;
+    let input: UpdatePage = body::read_json(&state.api.bodies, &req, payload).await?;
     if input.title.is_none() && input.body.is_none() {
         return Err(ApiError::validation("title", "give title, body or both"));
     }

@@ -2,7 +2,6 @@
 //! client, argon2 off the executor, and logs that show only the hashed client key.
 
 use actix_web::HttpRequest;
-use tokio::sync::Mutex;
 
 use super::error::ApiError;
 use crate::budget::store::CountMode;
@@ -13,26 +12,6 @@ use crate::state::AppState;
 
 /// The request header that carries a page's PIN.
 pub const PIN_HEADER: &str = "X-Page-Pin";
-
-/// Per-client turns, striped by bucket key. One client's checks run one at a time,
-/// so each reads a failure count that includes all of its earlier attempts: the
-/// limit holds however many requests a client sends at once. Clients that share a
-/// stripe only wait for each other. One per process, in the app state.
-#[derive(Debug, Clone)]
-pub struct PinTurns(std::sync::Arc<[Mutex<()>; 64]>);
-
-impl Default for PinTurns {
-    fn default() -> Self {
-        Self(std::sync::Arc::new([const { Mutex::const_new(()) }; 64]))
-    }
-}
-
-impl PinTurns {
-    fn turn(&self, bucket: &str) -> &Mutex<()> {
-        let n = usize::from_str_radix(&bucket[..4], 16).expect("hex bucket key");
-        &self.0[n % self.0.len()]
-    }
-}
 
 /// Lets the request change the page `slug` if its `X-Page-Pin` is the page's PIN;
 /// returns the page id.
@@ -55,11 +34,12 @@ pub async fn authorize(
     let budget = &state.budgets.pin_failures;
     let keys = budget.keys(&client);
     let bucket = keys.log_prefix().to_owned();
-    let _turn = state.pin_turns.turn(&keys.0[0]).lock().await;
+    let _turn = state.api.pin_turns.turn(&keys.0[0]).lock().await;
 
     let now = state.clock.now();
     let failures = state
-        .budget_store
+        .budgets
+        .store
         .counts(budget, keys.clone(), now, CountMode::Peek)
         .await?;
     if let Some(full) = budget
@@ -79,7 +59,7 @@ pub async fn authorize(
     }
 
     let wanted = slug.as_str().to_owned();
-    let page = db::with_conn(&state.pool, move |c| pages::pin_hash(c, &wanted))
+    let page = db::with_conn(&state.pages.pool, move |c| pages::pin_hash(c, &wanted))
         .await?
         .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
     let given = req.headers().get(PIN_HEADER);
@@ -94,11 +74,12 @@ pub async fn authorize(
         .map_err(|_| ApiError::validation(PIN_HEADER, "X-Page-Pin must be UTF-8 text"))?
         .to_owned();
 
-    if pin::verify_off_thread(&state.hash_slots, given, phc).await? {
+    if pin::verify_off_thread(&state.api.hash_slots, given, phc).await? {
         return Ok(page.id);
     }
     let failures = state
-        .budget_store
+        .budgets
+        .store
         .counts(budget, keys, now, CountMode::Record)
         .await?;
     tracing::warn!(

@@ -8,7 +8,7 @@ use actix_web::http::header::HeaderValue;
 use actix_web::{HttpRequest, HttpResponse};
 
 use super::error::ApiError;
-use crate::budget::store::StoreError;
+use crate::budget::error::StoreError;
 use crate::budget::Decision;
 use crate::state::AppState;
 
@@ -23,7 +23,7 @@ pub struct Spent {
 impl Spent {
     /// `response` with this spend's `RateLimit-Policy` and `RateLimit` headers.
     pub fn headers(&self, mut response: HttpResponse) -> HttpResponse {
-        crate::routes::insert_rate_limit_headers(&mut response, &self.policy, &self.state);
+        crate::routes::rate_limit_headers::insert(&mut response, &self.policy, &self.state);
         response
     }
 }
@@ -40,12 +40,13 @@ pub async fn spend(state: &AppState, req: &HttpRequest) -> Result<Spent, ApiErro
     let bucket = keys.log_prefix().to_owned();
     let now = state.clock.now();
     let decision = state
-        .budget_store
+        .budgets
+        .store
         .spend(budget, keys, now)
         .await
         .map_err(ApiError::from)?;
     let spent = Spent {
-        policy: state.policies.publish.clone(),
+        policy: state.budgets.policies.publish.clone(),
         state: budget.state_header(&decision),
     };
     match decision {

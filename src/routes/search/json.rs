@@ -12,11 +12,13 @@
 use actix_web::HttpResponse;
 use serde::Serialize;
 
+use super::rendered::Rendered;
 use super::{displayed_rows, has_close_matches, Outcome, PageInfo};
-use crate::actors::cache::CachedResult;
 use crate::routes::problem::Problem;
+use crate::search::cache::CachedResult;
 use crate::search::corpus::Snapshot;
 use crate::state::AppState;
+use crate::templates::PageKey;
 
 #[derive(Serialize)]
 struct ResultRow {
@@ -90,15 +92,20 @@ pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse
         Outcome::Answered {
             display,
             page,
-            result,
+            entry,
             snapshot,
             cache,
         } => {
+            let (result, rendered) = (&entry.result, Rendered::of(entry));
             // The body depends on nothing else: a repeated search copies bytes.
-            let variant = format!("json\u{0}{page}\u{0}{display}\u{0}{}", cache.as_str());
-            let body = result.page(variant, || {
+            let variant = PageKey::Json {
+                page: *page,
+                display: display.clone(),
+                cache: cache.as_str(),
+            };
+            let body = rendered.page(variant, || {
                 let info = PageInfo::of(result, *page);
-                let rows = result.json_rows(*page, || rows(result, *page, snapshot));
+                let rows = rendered.json_rows(*page, || rows(result, *page, snapshot));
                 let results: &serde_json::value::RawValue =
                     serde_json::from_str(rows).expect("rows are JSON");
                 serde_json::to_string(&JsonAnswer {

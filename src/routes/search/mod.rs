@@ -12,16 +12,17 @@
 mod html;
 mod json;
 pub mod outcome;
+mod rendered;
 mod respond;
 
 use std::time::Instant;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::actors::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
-use crate::budget::store::StoreError;
+use crate::budget::error::StoreError;
 use crate::budget::Decision;
 use crate::db::pages::Candidate;
+use crate::search::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
 use crate::search::corpus::Snapshot;
 use crate::search::query::{Gate1, SearchQuery};
 use crate::search::rank::{Marks, ScoredRow};
@@ -68,7 +69,7 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     // decision, so every queue behind it (actor mailboxes included) is bounded too.
     // The Cache actor releases it on a hit or a join, and keeps a leader's until
     // its scoring ends.
-    let Ok(admission) = state.admission.clone().try_acquire_owned() else {
+    let Ok(admission) = state.search.admission.clone().try_acquire_owned() else {
         return Outcome::Overloaded { display };
     };
 
@@ -80,7 +81,8 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     // Gates 3/4: every window of the budget, both-or-neither.
     let now = state.clock.now();
     let (decision, generation) = match state
-        .budget_store
+        .budgets
+        .store
         .spend_with_generation(&state.budgets.search, keys, now)
         .await
     {
@@ -107,7 +109,7 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     }
 
     // Gate 5: the candidates as a fresh fetch would see them, then the cache.
-    let snapshot = match state.corpus.current(generation).await {
+    let snapshot = match state.search.corpus.current(generation).await {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "candidate fetch failed");
@@ -119,15 +121,15 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         fingerprint: snapshot.fingerprint,
     };
     // A hit is read from the entries the Cache actor published; only a miss asks it.
-    if let Some(hit) = state.cache_view.hit(&key) {
+    if let Some(hit) = state.search.cache_view.hit(&key) {
         if hit.flush {
-            state.cache.do_send(cache::ApplyTouches);
+            state.search.cache.do_send(cache::ApplyTouches);
         }
         drop(admission);
         return Outcome::Answered {
             display,
             page,
-            result: hit.result,
+            entry: hit.entry,
             snapshot,
             cache: CacheStatus::Hit,
         };
@@ -137,12 +139,12 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         snapshot: snapshot.clone(),
         admission,
     };
-    let (outcome, cache) = match state.cache.send(lookup).await {
-        Ok(Answer::Hit(result)) => {
+    let (outcome, cache) = match state.search.cache.send(lookup).await {
+        Ok(Answer::Hit(entry)) => {
             return Outcome::Answered {
                 display,
                 page,
-                result,
+                entry,
                 snapshot,
                 cache: CacheStatus::Hit,
             };
@@ -162,10 +164,10 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         }
     };
     match outcome.await {
-        Ok(Ok(result)) => Outcome::Answered {
+        Ok(Ok(entry)) => Outcome::Answered {
             display,
             page,
-            result,
+            entry,
             snapshot,
             cache,
         },

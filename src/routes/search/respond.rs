@@ -30,9 +30,9 @@ pub(super) fn rate_limit_headers(state: &AppState, trace: &Trace, response: &mut
     let Some(decision) = &trace.decision else {
         return;
     };
-    crate::routes::insert_rate_limit_headers(
+    crate::routes::rate_limit_headers::insert(
         response,
-        &state.policies.search,
+        &state.budgets.policies.search,
         &state.budgets.search.state_header(decision),
     );
 }

@@ -1,5 +1,7 @@
 //! Gate 2 — identity (SPEC §5): who is this search request from, and which rate
-//! buckets does it spend?
+//! buckets does it spend? Not only searches: the publish budget and the PIN
+//! failures count per the same client, so this lives beside the search pipeline
+//! and the budgets rather than inside either.
 //!
 //! `resolve(peer, forwarded_for, trusted)` picks the client address; its `Display`
 //! text is what [`crate::budget::Budget::keys`] hashes into the keys gates 3/4 count

@@ -14,8 +14,9 @@
 //! committed. The batch also reads the corpus generation, so a search needs no
 //! second database round trip to know whether its candidate snapshot is current.
 //!
-//! Handlers reach it through [`crate::budget::store::BudgetStore`], which hides
-//! whether the counters live here or in Redis.
+//! It is the SQLite backend of the budget store: handlers reach it through
+//! [`super::store::BudgetStore`], which hides whether the counters live here or in
+//! Redis; the SQL it runs is [`super::sqlite`]'s.
 
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ use actix::{Actor, AsyncContext, Context, Handler, Message, MessageResult};
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
-use crate::budget::{sqlite, BucketKeys, Budget, Decision};
+use super::{sqlite, BucketKeys, Budget, Decision};
 use crate::db::{pages, DbError};
 
 /// How long a budget transaction waits for another writer's lock (an import's

@@ -1,6 +1,7 @@
 //! The Cache actor: owns the LRU of immutable search results, keyed by
 //! (match copy, corpus fingerprint), and the single flight of each search being
-//! scored now.
+//! scored now. The key and the entry are in [`entry`], which this actor and the
+//! view that hits read ([`view`]) both import.
 //!
 //! [`Lookup`] decides, in one message, what a search that reached gate 5 does: use a
 //! cached result ([`Answer::Hit`]), wait for the scoring already running for its key
@@ -17,15 +18,18 @@
 //!
 //! Hits need no message: the actor publishes its entries in a [`CacheView`] that
 //! handlers read, and applies the uses they log to its LRU order before it evicts
-//! (see [`super::cache_view`]). It stays the only writer of both.
+//! (see [`view`]). It stays the only writer of both.
 //!
 //! Admission: the request's admission permit travels in [`Lookup`]. A hit, a join or
 //! a busy answer drops it at once (the ceiling counts computations, not cheap
 //! waiters); a leader's permit moves into the flight and is dropped when the scoring
 //! ends, however it ends.
 
+mod entry;
+pub mod view;
+
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use actix::{
     Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, WrapFuture,
@@ -34,163 +38,15 @@ use hashlink::LruCache;
 use prometheus::Histogram;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
-use crate::actors::cache_view::{CacheView, Published};
-use crate::actors::scorer::ScorerPool;
-use crate::search::corpus::{Fingerprint, Snapshot};
-use crate::search::rank::{self, Marks, ScoredRow, SearchResult};
+use crate::search::corpus::Snapshot;
+use crate::search::scorer::ScorerPool;
+use view::{CacheView, Published};
 
-/// A cache key: the normalized query and the fingerprint of the corpus it was scored
-/// over. A change to any candidate's id set or version changes the fingerprint, so a
-/// stale result can never be found.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CacheKey {
-    pub match_copy: String,
-    pub fingerprint: Fingerprint,
-}
+pub use entry::{Attachment, CacheKey, CachedResult, Entry, MAX_PAGES};
 
-/// How a scoring ended, as its waiters see it: the result, or `Err` when it
+/// How a scoring ended, as its waiters see it: the entry, or `Err` when it
 /// panicked or could not run (every waiter answers 500).
-pub type FlightOutcome = Result<Arc<CachedResult>, ScoringFailed>;
-
-/// Pages of results one scoring keeps: it ranks `SEARCH_RESULT_LIMIT × MAX_PAGES`
-/// rows, so every page of a cached query is a hit and never scores again. Matches
-/// past those rows are counted (`total`) but cannot be paged to; the answer says
-/// so (the result is `truncated`).
-pub const MAX_PAGES: usize = 10;
-
-/// One LRU entry: an immutable scored result, cut into pages of `page_size` rows,
-/// and per page the marks of its titles and the renderings of its rows (HTML
-/// table, JSON array), each made once, by the first answer that needs it. The
-/// key's fingerprint pins every row's id and version, hence its slug, title and
-/// time, so a rendering stays right for as long as the entry can be found.
-#[derive(Debug)]
-pub struct CachedResult {
-    pub result: Arc<SearchResult>,
-    /// The match copy that was scored (what the marks are computed for).
-    query: String,
-    /// Rows a page shows (`SEARCH_RESULT_LIMIT`).
-    page_size: usize,
-    /// Per page, what matched in each row's title (the first page comes from the
-    /// scorer; the others are computed when first shown).
-    marks: Vec<OnceLock<Vec<Marks>>>,
-    html_rows: Vec<OnceLock<String>>,
-    json_rows: Vec<OnceLock<String>>,
-    /// Whole answers already rendered from this entry, by what else they depend on
-    /// (page, query as typed, theme, cache status…); the few most recent.
-    pages: std::sync::Mutex<Vec<(String, actix_web::web::Bytes)>>,
-}
-
-/// Whole answers kept per entry (a few pages in a few variants).
-const PAGES_PER_ENTRY: usize = 12;
-
-impl CachedResult {
-    /// An entry for `result`, a scoring of `query` (a match copy), shown
-    /// `page_size` rows a page (at least 1), with nothing rendered yet. The marks
-    /// the scorer made for the first page are kept when they cover it.
-    pub fn new(result: Arc<SearchResult>, query: String, page_size: usize) -> Self {
-        let page_size = page_size.max(1);
-        let pages = result.rows.len().div_ceil(page_size).max(1);
-        let first = result.rows.len().min(page_size);
-        let marks = (0..pages)
-            .map(|p| {
-                if p == 0 && result.highlights.len() >= first {
-                    OnceLock::from(result.highlights[..first].to_vec())
-                } else {
-                    OnceLock::new()
-                }
-            })
-            .collect();
-        Self {
-            result,
-            query,
-            page_size,
-            marks,
-            html_rows: (0..pages).map(|_| OnceLock::new()).collect(),
-            json_rows: (0..pages).map(|_| OnceLock::new()).collect(),
-            pages: std::sync::Mutex::new(Vec::new()),
-        }
-    }
-
-    /// Rows a page shows.
-    pub fn page_size(&self) -> usize {
-        self.page_size
-    }
-
-    /// Pages there are to show: at least 1 (an empty result is one empty page), at
-    /// most [`MAX_PAGES`].
-    pub fn pages(&self) -> usize {
-        self.marks.len()
-    }
-
-    /// The rows of page `page` (from 1); empty past the last page.
-    pub fn rows(&self, page: usize) -> &[ScoredRow] {
-        let rows = &self.result.rows;
-        let Some(before) = page.checked_sub(1) else {
-            return &[];
-        };
-        let start = before.saturating_mul(self.page_size).min(rows.len());
-        let end = start.saturating_add(self.page_size).min(rows.len());
-        &rows[start..end]
-    }
-
-    /// What matched in the titles of page `page`'s rows, in row order, computed on
-    /// first use with the titles `title_of` gives; empty past the last page.
-    pub fn marks<'a>(&self, page: usize, title_of: impl Fn(i64) -> Option<&'a str>) -> &[Marks] {
-        let Some(cell) = page.checked_sub(1).and_then(|p| self.marks.get(p)) else {
-            return &[];
-        };
-        cell.get_or_init(|| {
-            self.rows(page)
-                .iter()
-                .map(|row| {
-                    title_of(row.page_id)
-                        .map(|t| rank::marks(t, &self.query))
-                        .unwrap_or_default()
-                })
-                .collect()
-        })
-    }
-
-    /// The answer body rendered for `variant`, rendered by `render` (and kept) on
-    /// first use; an `Err` of `render` is returned as is and nothing is kept.
-    pub fn page<E>(
-        &self,
-        variant: String,
-        render: impl FnOnce() -> Result<String, E>,
-    ) -> Result<actix_web::web::Bytes, E> {
-        if let Ok(pages) = self.pages.lock() {
-            if let Some((_, body)) = pages.iter().find(|(v, _)| *v == variant) {
-                return Ok(body.clone());
-            }
-        }
-        let body = actix_web::web::Bytes::from(render()?);
-        if let Ok(mut pages) = self.pages.lock() {
-            if pages.len() >= PAGES_PER_ENTRY {
-                pages.remove(0);
-            }
-            pages.push((variant, body.clone()));
-        }
-        Ok(body)
-    }
-
-    /// The HTML rows of page `page`, rendered by `render` on first use; empty past
-    /// the last page.
-    pub fn html_rows(&self, page: usize, render: impl FnOnce() -> String) -> &str {
-        match page.checked_sub(1).and_then(|p| self.html_rows.get(p)) {
-            Some(cell) => cell.get_or_init(render),
-            None => "",
-        }
-    }
-
-    /// The JSON `results` array of page `page`, rendered by `render` on first use;
-    /// `[]` past the last page.
-    pub fn json_rows(&self, page: usize, render: impl FnOnce() -> String) -> &str {
-        match page.checked_sub(1).and_then(|p| self.json_rows.get(p)) {
-            Some(cell) => cell.get_or_init(render),
-            None => "[]",
-        }
-    }
-}
+pub type FlightOutcome = Result<Arc<Entry>, ScoringFailed>;
 
 /// The scoring of a flight produced no result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -201,7 +57,7 @@ pub struct ScoringFailed;
 #[derive(Debug)]
 pub enum Answer {
     /// The LRU had it.
-    Hit(Arc<CachedResult>),
+    Hit(Arc<Entry>),
     /// A scoring for this key runs (owned by the Cache actor); its outcome arrives
     /// on `outcome`. `led` is true when this request's lookup started it (a miss),
     /// false when it joined one already running.
@@ -242,7 +98,7 @@ impl Message for Stats {
 }
 
 /// Apply the uses logged by hits to the LRU order now (sent by the hit that fills
-/// the log to [`crate::actors::cache_view::TOUCH_LOG_FLUSH`]).
+/// the log to [`view::TOUCH_LOG_FLUSH`]).
 pub struct ApplyTouches;
 
 impl Message for ApplyTouches {
@@ -289,7 +145,7 @@ impl Cache {
         }
     }
 
-    /// The view handlers find hits in (see [`super::cache_view`]).
+    /// The view handlers find hits in (see [`view`]).
     pub fn view(&self) -> CacheView {
         self.view.clone()
     }
@@ -302,9 +158,9 @@ impl Cache {
         }
     }
 
-    /// Stores `result` under `key`, evicting the least recently used entry when
+    /// Stores `entry` under `key`, evicting the least recently used entry when
     /// full (after applying every logged use, so the choice is exact).
-    fn store(&mut self, key: CacheKey, result: Arc<CachedResult>) {
+    fn store(&mut self, key: CacheKey, entry: Arc<Entry>) {
         let id = self.next_id;
         self.next_id += 1;
         let (lru, capacity) = (&mut self.lru, self.capacity);
@@ -322,14 +178,14 @@ impl Cache {
                 entries.remove(&evicted);
             }
             lru.insert(id, key.clone());
-            entries.insert(key, Published { id, result });
+            entries.insert(key, Published { id, entry });
         });
     }
 
     /// A flight ended: store a success in the LRU, tell every waiter, forget the key.
     fn finish(&mut self, key: CacheKey, outcome: FlightOutcome) {
-        if let Ok(result) = &outcome {
-            self.store(key.clone(), result.clone());
+        if let Ok(entry) = &outcome {
+            self.store(key.clone(), entry.clone());
         }
         for waiter in self.flights.remove(&key).unwrap_or_default() {
             // A waiter whose client went away dropped its receiver; nothing to do.
@@ -353,9 +209,9 @@ impl Handler<Lookup> for Cache {
         } = msg;
         // Uses logged before this lookup come first in the LRU order.
         self.apply_touches();
-        if let Some(entry) = self.view.get(&key) {
-            self.lru.get(&entry.id);
-            return MessageResult(Answer::Hit(entry.result));
+        if let Some(published) = self.view.get(&key) {
+            self.lru.get(&published.id);
+            return MessageResult(Answer::Hit(published.entry));
         }
         if let Some(waiters) = self.flights.get_mut(&key) {
             // Forget joiners whose clients went away, so a long scoring under a
@@ -388,7 +244,7 @@ impl Handler<Lookup> for Cache {
             timer.observe_duration();
             drop(admission);
             scored
-                .map(|result| Arc::new(CachedResult::new(result, query, page_size)))
+                .map(|result| Arc::new(Entry::new(CachedResult::new(result, query, page_size))))
                 .map_err(|e| {
                     tracing::error!(error = %e, "scoring failed");
                     ScoringFailed

@@ -14,7 +14,7 @@
 //!   the order they were used, before it evicts anything (and whenever the log
 //!   grows past [`TOUCH_LOG_FLUSH`]). Eviction therefore picks exactly the entry a
 //!   single-owner LRU would have picked;
-//! - a miss still goes to the actor ([`super::cache::Lookup`]), which decides
+//! - a miss still goes to the actor ([`super::Lookup`]), which decides
 //!   joins, new scorings and 503s alone, as before.
 
 use std::sync::{Arc, Mutex, RwLock};
@@ -23,18 +23,18 @@ use std::sync::{Arc, Mutex, RwLock};
 // every hit hashes its key here.
 use foldhash::HashMap;
 
-use super::cache::{CacheKey, CachedResult};
+use super::entry::{CacheKey, Entry};
 
 /// Touches logged before a hit asks the actor to apply them (the log's bound under
 /// a stream of hits that never evicts).
 pub const TOUCH_LOG_FLUSH: usize = 1024;
 
 /// An entry as published: the actor's id for it (its place in the LRU) and the
-/// immutable result.
+/// entry (its immutable result and what was attached to it).
 #[derive(Debug, Clone)]
 pub struct Published {
     pub id: u64,
-    pub result: Arc<CachedResult>,
+    pub entry: Arc<Entry>,
 }
 
 /// Shared between the Cache actor (writer) and handlers (readers); cheap to clone.
@@ -52,7 +52,7 @@ struct Inner {
 
 /// What [`CacheView::hit`] found.
 pub struct Hit {
-    pub result: Arc<CachedResult>,
+    pub entry: Arc<Entry>,
     /// The touch log reached [`TOUCH_LOG_FLUSH`] with this hit: the caller should
     /// ask the actor to apply it.
     pub flush: bool,
@@ -69,7 +69,7 @@ impl CacheView {
         let mut touches = self.touches();
         touches.push(published.id);
         Some(Hit {
-            result: published.result.clone(),
+            entry: published.entry.clone(),
             flush: touches.len() == TOUCH_LOG_FLUSH,
         })
     }
