@@ -74,7 +74,10 @@ async fn a_slow_markdown_render_holds_no_http_worker() {
     // The deep page's render is running (held in the hook on its render thread)...
     gate.wait_held().await;
     // ...and the one worker answers other connections meanwhile, other pages too.
-    let health = app.get("/healthz").await;
+    // (The timeout only turns a worker stuck in the render into a failure.)
+    let health = tokio::time::timeout(Duration::from_secs(30), app.get("/healthz"))
+        .await
+        .expect("the HTTP worker answered nothing while a render ran");
     assert_eq!(health.status(), 200);
     assert_eq!(health.text().await.unwrap(), "ok\n");
     let other = app.get("/p/kubernetes").await;
