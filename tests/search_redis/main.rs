@@ -9,9 +9,11 @@ mod admission;
 mod budget;
 #[path = "../common/mod.rs"]
 mod common;
+mod forwarder;
 #[path = "../search/matrix.rs"]
 mod matrix;
 mod outage;
+mod recovery;
 
 /// What the included tests call `crate::helpers`: the shared helpers, with the two
 /// spawn functions putting the budget in Redis.

@@ -1,6 +1,8 @@
 //! The Redis store going away under a running app, in process: what a search, the
 //! metrics and the readiness probe say, and that the app needs no restart.
 
+use agent_pages::clock::Clock as _;
+
 use crate::helpers::{header, spawn_app};
 
 #[actix_web::test]

@@ -190,6 +190,10 @@ pub struct RedisServer {
     dir: tempfile::TempDir,
     starts: usize,
     tls: Option<TlsFiles>,
+    /// More `redis-server` arguments, given on every start (`--requirepass x`).
+    extra_args: Vec<String>,
+    /// The password [`RedisServer::connection`] authenticates with, if any.
+    password: Option<String>,
 }
 
 /// PEM files of a test certificate authority and a server certificate it signed for
@@ -281,12 +285,20 @@ impl TlsFiles {
 impl RedisServer {
     /// Starts one and waits until it accepts connections.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// [`RedisServer::start`] with more `redis-server` arguments (kept for
+    /// [`RedisServer::start_again`]), e.g. `["--requirepass", "old"]`.
+    pub fn start_with(args: &[&str]) -> Self {
         let mut server = RedisServer {
             port: free_port(),
             process: None,
             dir: tempfile::tempdir().unwrap(),
             starts: 0,
             tls: None,
+            extra_args: args.iter().map(|a| a.to_string()).collect(),
+            password: None,
         };
         server.start_again();
         server
@@ -303,6 +315,8 @@ impl RedisServer {
             dir,
             starts: 0,
             tls: Some(tls),
+            extra_args: Vec::new(),
+            password: None,
         };
         server.start_again();
         server
@@ -363,7 +377,8 @@ impl RedisServer {
             .args(["--appendonly", "no"])
             .args(["--daemonize", "no"])
             .arg("--dir")
-            .arg(self.dir.path());
+            .arg(self.dir.path())
+            .args(&self.extra_args);
         self.starts += 1;
         let name = format!("redis-server-{}", self.starts);
         let mut process = ChildGuard::spawn(&name, command, self.dir.path());
@@ -371,12 +386,48 @@ impl RedisServer {
         self.process = Some(process);
     }
 
+    /// The loopback address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// Makes [`RedisServer::connection`] (and what uses it) authenticate with
+    /// `password` from now on.
+    pub fn use_password(&mut self, password: &str) {
+        self.password = Some(password.to_owned());
+    }
+
     /// A plain connection, for reading what the service stored (not for a TLS
     /// server).
     pub fn connection(&self) -> redis::Connection {
-        redis::Client::open(self.url())
+        let url = match &self.password {
+            Some(p) => self.url_with_password(p),
+            None => self.url(),
+        };
+        redis::Client::open(url)
             .and_then(|c| c.get_connection())
             .expect("connecting to the test redis-server")
+    }
+
+    /// `redis://:PASSWORD@127.0.0.1:PORT/0`.
+    pub fn url_with_password(&self, password: &str) -> String {
+        format!("redis://:{password}@127.0.0.1:{}/0", self.port)
+    }
+
+    /// Runs one command as an administrator would (`CONFIG SET …`, `REPLICAOF …`),
+    /// authenticated with `password` when given; panics on an error answer.
+    pub fn admin(&self, password: Option<&str>, args: &[&str]) {
+        let url = password.map_or_else(|| self.url(), |p| self.url_with_password(p));
+        let mut connection = redis::Client::open(url)
+            .and_then(|c| c.get_connection())
+            .expect("connecting to the test redis-server");
+        let mut command = redis::cmd(args[0]);
+        for arg in &args[1..] {
+            command.arg(*arg);
+        }
+        command
+            .query::<redis::Value>(&mut connection)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
     }
 
     /// `GET key` (`None` when the key does not exist).
