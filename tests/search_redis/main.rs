@@ -13,7 +13,9 @@ mod forwarder;
 #[path = "../search/matrix.rs"]
 mod matrix;
 mod outage;
+mod pins;
 mod recovery;
+mod skew;
 
 /// What the included tests call `crate::helpers`: the shared helpers, with the two
 /// spawn functions putting the budget in Redis.
