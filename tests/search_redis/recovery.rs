@@ -50,10 +50,8 @@ async fn assert_unavailable(app: &TestApp, client: &str) {
         "{body}"
     );
     let (status, check) = readiness(app).await;
-    assert_eq!(
-        (status, check.as_str()),
-        (503, "the budget store does not take a write")
-    );
+    assert_eq!(status, 503, "{check}");
+    assert_ne!(check, "ok");
 }
 
 /// Searches from `client` every 20 ms until one is a 200 (every answer before it a
