@@ -297,6 +297,21 @@ async fn per_page_pin_failures_the_21st_wrong_pin_against_one_page_locks_it_for_
         .put_page("vault", Some(PIN), AGENT, json!({"title": "Back"}))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
+
+    // The API document names the page's bound on every PIN route, and overall.
+    let doc = app.fetch("/api/openapi.json").await.json();
+    for (path, method) in [
+        ("/api/pages/{slug}", "put"),
+        ("/api/pages/{slug}/archive", "post"),
+        ("/api/pages/{slug}/claim", "post"),
+    ] {
+        let answer = doc["paths"][path][method]["responses"]["429"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(answer.contains("against this page"), "{path}: {answer}");
+    }
+    let about = doc["info"]["description"].as_str().unwrap();
+    assert!(about.contains("PIN_FAILURES_PER_PAGE_PER_HOUR"), "{about}");
 }
 
 #[actix_web::test]

@@ -15,6 +15,7 @@ mod matrix;
 mod outage;
 mod pins;
 mod recovery;
+mod recovery_times;
 mod skew;
 
 /// What the included tests call `crate::helpers`: the shared helpers, with the two
