@@ -135,6 +135,27 @@ impl ChildGuard {
         }
     }
 
+    /// Like [`ChildGuard::wait_for_line`], but the program exiting first is an
+    /// `Err` with its output (the caller may try again), not a failed test.
+    pub fn wait_for_line_or_exit(&mut self, needle: &str) -> Result<String, String> {
+        let deadline = Instant::now() + READY_DEADLINE;
+        loop {
+            let text = std::fs::read_to_string(&self.logs[0]).unwrap_or_default();
+            if let Some(line) = text.lines().find(|l| l.contains(needle)) {
+                return Ok(line.to_owned());
+            }
+            if self.child.try_wait().expect("polling the child").is_some() {
+                return Err(self.output());
+            }
+            if Instant::now() > deadline {
+                let name = self.name.clone();
+                let output = self.stop_and_collect_output();
+                panic!("{name} did not print {needle:?} within {READY_DEADLINE:?}\n{output}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// How many lines of the program's output so far contain `needle`.
     pub fn count_lines(&self, needle: &str) -> usize {
         std::fs::read_to_string(&self.logs[0])
@@ -353,6 +374,35 @@ impl RedisServer {
     /// connections.
     pub fn start_again(&mut self) {
         assert!(self.process.is_none(), "redis-server is already running");
+        // A first start may find its port taken since `free_port` saw it free (by
+        // another test's server or an outgoing connection): then it takes another.
+        // A restart keeps its port, as the tests of a restart need.
+        for attempt in 1.. {
+            self.starts += 1;
+            let name = format!("redis-server-{}", self.starts);
+            let mut process = ChildGuard::spawn(&name, self.command(), self.dir.path());
+            // Its own log line, not a connection to the port: another server on the
+            // same port would accept that connection too.
+            match process.wait_for_line_or_exit("Ready to accept connections") {
+                Ok(_) => {
+                    process.wait_for_port(self.port);
+                    self.process = Some(process);
+                    return;
+                }
+                Err(output)
+                    if output.contains("Address already in use")
+                        && self.starts == attempt
+                        && attempt < 5 =>
+                {
+                    self.port = free_port();
+                }
+                Err(output) => panic!("{name} did not start\n{output}"),
+            }
+        }
+    }
+
+    /// The `redis-server` command line for the current port and settings.
+    fn command(&self) -> Command {
         let binary = require_program("redis-server", "REDIS_SERVER", "redis-server");
         let mut command = Command::new(binary);
         match &self.tls {
@@ -379,11 +429,7 @@ impl RedisServer {
             .arg("--dir")
             .arg(self.dir.path())
             .args(&self.extra_args);
-        self.starts += 1;
-        let name = format!("redis-server-{}", self.starts);
-        let mut process = ChildGuard::spawn(&name, command, self.dir.path());
-        process.wait_for_port(self.port);
-        self.process = Some(process);
+        command
     }
 
     /// The loopback address it listens on.
