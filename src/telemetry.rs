@@ -36,8 +36,14 @@ impl LogFormat {
 
 /// The filter from `RUST_LOG`, `info` when unset or unparseable.
 pub fn env_filter() -> EnvFilter {
-    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // The MCP SDK logs whole requests at debug (tool arguments: PINs, queries):
+    // never more than info from it, whatever RUST_LOG says.
+    filter.add_directive(RMCP_CAP.parse().expect("a valid directive"))
 }
+
+/// The most the MCP SDK may log.
+pub const RMCP_CAP: &str = "rmcp=info";
 
 /// Installs the global subscriber writing to `writer` through `filter`.
 /// Errors if a global subscriber is already set.
