@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use anyhow::Context as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerConfig, Tool,
+    ProtocolVersion, ResultType, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -56,10 +56,15 @@ impl ServerHandler for Bridge {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.remote
+        // The result as this side's peer gets it: the SDK marks it complete where the
+        // stdio peer's revision wants that (the service's side may have left it out).
+        let mut result = self
+            .remote
             .list_tools(request)
             .await
-            .map_err(|e| self.failed(e))
+            .map_err(|e| self.failed(e))?;
+        result.result_type = Some(ResultType::COMPLETE);
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -74,11 +79,13 @@ impl ServerHandler for Bridge {
         // The arguments (a PIN among them) go to the service only, never to a log.
         let mut forwarded = CallToolRequestParams::new(request.name);
         forwarded.arguments = request.arguments;
-        self.remote
+        let mut result = self
+            .remote
             .call_tool(forwarded)
             .await
-            .map(Into::into)
-            .map_err(|e| self.failed(e))
+            .map_err(|e| self.failed(e))?;
+        result.result_type = Some(ResultType::COMPLETE);
+        Ok(result.into())
     }
 }
 
