@@ -103,8 +103,8 @@ fn tools() -> Vec<Tool> {
         tool(
             "search_pages",
             "Search published pages by title (fuzzy: typos and prefixes match). Spends one \
-             search from this client's search budget, as /search does. Answers up to 20 \
-             results a page with slug, title, score (0–100), updated_at and marks, plus \
+             search from this client's search budget, as /search does. Answers one page of \
+             results (the ranking of /search) with slug, title, score (0–100), updated_at and marks, plus \
              total, page, pages, truncated, capped and close_matches (true when a shown \
              row matched only as a typo-corrected or prefix match).",
             object(
