@@ -3,11 +3,12 @@
 //! change a page need its PIN ([`pin_check`]); [`openapi`] describes it all.
 //!
 //! The handlers only translate HTTP: what a valid page is lives in
-//! [`crate::domain`], and how slugs and versions move in [`crate::db::pages`], which
-//! `import` uses too. Each handler reads its request (path, query, body, PIN header)
-//! and calls one operation ([`publish`], [`list_pages`], [`read`], [`update_page`],
-//! [`archive_page`], [`claim_page`]) with the [`Caller`]; the MCP tools
-//! ([`crate::mcp`]) call the same operations, so both count against the same budgets.
+//! [`crate::domain`], and how slugs and versions move behind the page store
+//! ([`crate::page_store`]), which `import` uses too. Each handler reads its request
+//! (path, query, body, PIN header) and calls one operation ([`publish`],
+//! [`list_pages`], [`read`], [`update_page`], [`archive_page`], [`claim_page`]) with
+//! the [`Caller`]; the MCP tools ([`crate::mcp`]) call the same operations, so both
+//! count against the same budgets.
 
 pub mod body;
 pub mod error;
@@ -20,8 +21,8 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::client_ip::{ClientIp, TrustedProxies};
-use crate::db::{self, pages};
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle};
+use crate::page_store::{CreateRefused, StateChange};
 use crate::pin;
 use crate::routes::origin::Origin;
 use crate::state::AppState;
@@ -83,31 +84,6 @@ pub fn scope() -> actix_web::Scope {
 
 async fn wrong_method(allow: &'static str) -> Result<HttpResponse, ApiError> {
     Err(ApiError::MethodNotAllowed { allow })
-}
-
-/// Runs `f` in a write transaction ([`db::with_write`]) only while the database
-/// file at the configured path is the one the server has open and is writable, and
-/// checks again after the commit: a write into a deleted or replaced file would be
-/// lost at the next start, so it is never acknowledged.
-///
-/// Errors: [`ApiError::StorageUnavailable`] when the file is gone, replaced or not
-/// writable (before: nothing was written; after: the write went to the old file);
-/// else as `From<DbError>`.
-pub(crate) async fn write<T, F>(state: &AppState, f: F) -> Result<T, ApiError>
-where
-    F: FnOnce(&rusqlite::Transaction<'_>) -> Result<T, rusqlite::Error> + Send + 'static,
-    T: Send + 'static,
-{
-    let check = || {
-        state.pages.storage.check().map_err(|fault| {
-            tracing::error!(%fault, "refusing a write: the database file cannot keep it");
-            ApiError::StorageUnavailable
-        })
-    };
-    check()?;
-    let out = db::with_write(&state.pages.pool, f).await?;
-    check()?;
-    Ok(out)
 }
 
 /// Who asks, as every page operation sees them: the client whose budgets count
@@ -211,11 +187,12 @@ pub async fn publish(
         None => None,
     };
     let now = state.clock.now();
-    let created = write(state, move |tx| {
-        pages::create(tx, &page, pin_hash.as_deref(), now)
-    })
-    .await?
-    .map_err(|pages::CreateRefused::SlugTaken(slug)| ApiError::Conflict(slug.to_string()))?;
+    let created = state
+        .pages
+        .store
+        .create(page, pin_hash, now)
+        .await?
+        .map_err(|CreateRefused::SlugTaken(slug)| ApiError::Conflict(slug.to_string()))?;
     let slug = created.slug.to_string();
     Ok((
         Created {
@@ -264,14 +241,10 @@ pub async fn list_pages(
     )?;
     let page = whole_number("page", query.page.as_deref(), 1, openapi::MAX_PAGE)?;
     let offset = (page - 1) * per_page;
-    let (total, rows) = db::with_conn(&state.pages.pool, move |c| {
-        Ok((
-            pages::count_candidates(c)?,
-            pages::ledger(c, offset, per_page)?,
-        ))
-    })
-    .await?;
-    let pages = rows
+    let listed = state.pages.store.ledger(offset, per_page).await?;
+    let total = listed.total;
+    let pages = listed
+        .rows
         .into_iter()
         .map(|p| PageListItem {
             url: caller.page_url(&p.slug),
@@ -327,12 +300,12 @@ pub async fn get(
 /// The published page `slug` as [`get`] answers it.
 pub async fn read(state: &AppState, caller: &Caller, slug: &str) -> Result<PageView, ApiError> {
     let slug = path_slug(slug)?;
-    let wanted = slug.to_string();
-    let page = db::with_conn(&state.pages.pool, move |c| {
-        pages::candidate_by_slug(c, &wanted)
-    })
-    .await?
-    .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
+    let page = state
+        .pages
+        .store
+        .page(slug.as_str())
+        .await?
+        .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
     Ok(PageView {
         url: caller.page_url(&page.slug),
         slug: page.slug,
@@ -411,10 +384,7 @@ pub async fn update_page(
     let spent = publish_budget::spend(state, &caller.client).await?;
     let id = pin_check::authorize(state, &caller.client, &slug, pin).await?;
     let now = state.clock.now();
-    let version = write(state, move |tx| {
-        pages::update(tx, id, title.as_ref(), body.as_ref(), now)
-    })
-    .await?;
+    let version = state.pages.store.update(id, title, body, now).await?;
     Ok((
         Updated {
             slug: slug.to_string(),
@@ -463,7 +433,7 @@ pub async fn archive_page(
     slug: &str,
     pin: Option<&[u8]>,
 ) -> Result<(StateChanged, Spent), ApiError> {
-    change_state(state, caller, slug, pin, pages::archive).await
+    change_state(state, caller, slug, pin, StateChange::Archive).await
 }
 
 /// Claim a page: it leaves the ledger, search and `/p/{slug}` at once.
@@ -505,7 +475,7 @@ pub async fn claim_page(
     slug: &str,
     pin: Option<&[u8]>,
 ) -> Result<(StateChanged, Spent), ApiError> {
-    change_state(state, caller, slug, pin, pages::claim).await
+    change_state(state, caller, slug, pin, StateChange::Claim).await
 }
 
 async fn change_state(
@@ -513,13 +483,13 @@ async fn change_state(
     caller: &Caller,
     slug: &str,
     pin: Option<&[u8]>,
-    change: fn(&rusqlite::Transaction<'_>, i64, i64) -> rusqlite::Result<pages::PageState>,
+    change: StateChange,
 ) -> Result<(StateChanged, Spent), ApiError> {
     let slug = path_slug(slug)?;
     let spent = publish_budget::spend(state, &caller.client).await?;
     let id = pin_check::authorize(state, &caller.client, &slug, pin).await?;
     let now = state.clock.now();
-    let after = write(state, move |tx| change(tx, id, now)).await?;
+    let after = state.pages.store.change_state(id, change, now).await?;
     Ok((
         StateChanged {
             slug: after.slug,

@@ -4,7 +4,6 @@
 use super::error::ApiError;
 use crate::budget::store::CountMode;
 use crate::client_ip::ClientIp;
-use crate::db::{self, pages};
 use crate::domain::PageSlug;
 use crate::pin;
 use crate::state::AppState;
@@ -57,8 +56,10 @@ pub async fn authorize(
         });
     }
 
-    let wanted = slug.as_str().to_owned();
-    let page = db::with_conn(&state.pages.pool, move |c| pages::pin_hash(c, &wanted))
+    let page = state
+        .pages
+        .store
+        .pin_record(slug.as_str())
         .await?
         .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
     // A gone (archived or claimed) page is 404 to anyone who cannot show its PIN,
