@@ -13,6 +13,7 @@ use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
 use crate::client_ip::TrustedProxies;
 use crate::clock::{Clock, SystemClock};
+use crate::mcp::transport::AllowedOrigins;
 use crate::request_limits::RequestLimits;
 
 /// Where the database lives unless `AGENT_PAGES_DATABASE` says otherwise.
@@ -99,6 +100,11 @@ pub struct ServeArgs {
     /// every PIN check of that page is answered 429 until the hour ends.
     #[arg(long, env = "PIN_FAILURES_PER_PAGE_PER_HOUR", default_value = "20")]
     pub pin_failures_per_page_per_hour: String,
+    /// Comma-separated browser origins (`https://app.example`) that may call
+    /// `/mcp` beside the service's own, or `*` for any; requests without an
+    /// `Origin` header (agents, command-line clients) are always served.
+    #[arg(long, env = "AGENT_PAGES_MCP_ALLOWED_ORIGINS", default_value = "")]
+    pub mcp_allowed_origins: String,
 }
 
 /// A configuration value that cannot be used; the message names the variable.
@@ -132,6 +138,8 @@ pub struct Settings {
     pub redis: Option<RedisSettings>,
     pub trusted_proxies: TrustedProxies,
     pub requests: RequestLimits,
+    /// Browser origins `/mcp` serves beside the service's own.
+    pub mcp_allowed_origins: AllowedOrigins,
     /// The clock budgets are counted with; tests inject a manual one.
     pub clock: Arc<dyn Clock>,
     /// Test-only fault injection: called with the match copy at the start of every
@@ -177,6 +185,7 @@ impl Settings {
             redis: None,
             trusted_proxies: TrustedProxies::default(),
             requests: RequestLimits::default(),
+            mcp_allowed_origins: AllowedOrigins::default(),
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,
@@ -295,6 +304,13 @@ impl Settings {
             redis,
             trusted_proxies,
             requests,
+            mcp_allowed_origins: args.mcp_allowed_origins.parse().map_err(
+                |e: crate::mcp::transport::InvalidOrigin| ConfigError {
+                    variable: "AGENT_PAGES_MCP_ALLOWED_ORIGINS",
+                    value: args.mcp_allowed_origins.clone(),
+                    reason: e.to_string(),
+                },
+            )?,
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,

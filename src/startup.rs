@@ -203,6 +203,10 @@ impl Application {
             .with_context(|| format!("binding {}", settings.bind))?;
         let address = listener.local_addr()?;
         let server_state = state.clone();
+        let mcp = web::Data::new(crate::mcp::transport::Endpoint::new(
+            state.clone(),
+            settings.mcp_allowed_origins.clone(),
+        ));
         let server = HttpServer::new(move || {
             App::new()
                 // Innermost first: HEAD is routed as GET before any route is matched.
@@ -215,6 +219,7 @@ impl Application {
                 ))
                 .wrap(TracingLogger::<PathOnlyRootSpan>::new())
                 .app_data(server_state.clone())
+                .app_data(mcp.clone())
                 .configure(routes_config)
         });
         let server = with_deadlines!(server).listen(listener)?.run();
@@ -301,6 +306,7 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
         .route("/favicon.ico", web::get().to(routes::assets::favicon_ico))
         .route("/robots.txt", web::get().to(routes::assets::robots))
         .service(routes::api::scope())
+        .route("/mcp", web::to(crate::mcp::transport::mcp))
         .default_service(web::to(routes::not_found));
 }
 

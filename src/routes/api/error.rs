@@ -274,6 +274,30 @@ impl ApiError {
         ApiError::NotFound(format!("no page has the slug `{slug}`"))
     }
 
+    /// The problem document of this error (what the API sends, and what an MCP tool
+    /// error carries); the cause of an internal error is logged here, never put in it.
+    pub fn problem(&self) -> Problem {
+        if let ApiError::Internal(cause) = self {
+            tracing::error!(error = format!("{cause:#}"), "api request failed");
+        }
+        let kind = self.kind();
+        let retry_after = match self {
+            ApiError::TooManyPinFailures { retry_after }
+            | ApiError::PageTooManyPinFailures { retry_after }
+            | ApiError::PublishRateLimited { retry_after, .. } => Some((*retry_after).max(1)),
+            ApiError::BudgetUnavailable
+            | ApiError::TooManyOpenBodies { .. }
+            | ApiError::DatabaseBusy => Some(1),
+            ApiError::StorageUnavailable => Some(STORAGE_RETRY_AFTER),
+            _ => None,
+        };
+        Problem {
+            field: self.field().map(str::to_owned),
+            retry_after,
+            ..Problem::new(kind.status, kind.problem_type, kind.title, self.to_string())
+        }
+    }
+
     fn field(&self) -> Option<&str> {
         match self {
             ApiError::Validation { field, .. } => Some(field),
@@ -325,26 +349,7 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        if let ApiError::Internal(cause) = self {
-            tracing::error!(error = format!("{cause:#}"), "api request failed");
-        }
-        let kind = self.kind();
-        let retry_after = match self {
-            ApiError::TooManyPinFailures { retry_after }
-            | ApiError::PageTooManyPinFailures { retry_after }
-            | ApiError::PublishRateLimited { retry_after, .. } => Some((*retry_after).max(1)),
-            ApiError::BudgetUnavailable
-            | ApiError::TooManyOpenBodies { .. }
-            | ApiError::DatabaseBusy => Some(1),
-            ApiError::StorageUnavailable => Some(STORAGE_RETRY_AFTER),
-            _ => None,
-        };
-        let problem = Problem {
-            field: self.field().map(str::to_owned),
-            retry_after,
-            ..Problem::new(kind.status, kind.problem_type, kind.title, self.to_string())
-        };
-        let mut response = problem.response();
+        let mut response = self.problem().response();
         if let ApiError::PublishRateLimited { policy, state, .. } = self {
             crate::routes::rate_limit_headers::insert(&mut response, policy, state);
         }

@@ -2,11 +2,10 @@
 //! client and per page, argon2 off the executor, and logs that show only the
 //! hashed client key.
 
-use actix_web::HttpRequest;
-
 use super::error::ApiError;
 use crate::budget::store::CountMode;
 use crate::budget::WindowCount;
+use crate::client_ip::ClientIp;
 use crate::domain::PageSlug;
 use crate::pin;
 use crate::state::AppState;
@@ -14,8 +13,8 @@ use crate::state::AppState;
 /// The request header that carries a page's PIN.
 pub const PIN_HEADER: &str = "X-Page-Pin";
 
-/// Lets the request change the page `slug` if its `X-Page-Pin` is the page's PIN;
-/// returns the page id.
+/// Lets `client` change the page `slug` if `given` (its `X-Page-Pin` header as
+/// sent, or the MCP tool's `pin`) is the page's PIN; returns the page id.
 ///
 /// In order: a client (SPEC §5 gate 2) whose PIN-failure budget
 /// (`state.budgets.pin_failures`, 10 an hour) is used up gets
@@ -36,12 +35,12 @@ pub const PIN_HEADER: &str = "X-Page-Pin";
 /// seconds left of the full window.
 pub async fn authorize(
     state: &AppState,
-    req: &HttpRequest,
+    client: &ClientIp,
     slug: &PageSlug,
+    given: Option<&[u8]>,
 ) -> Result<i64, ApiError> {
-    let client = crate::routes::client_ip(req, &state.trusted_proxies);
     let budgets = &state.budgets;
-    let keys = budgets.pin_failures.keys(&client);
+    let keys = budgets.pin_failures.keys(client);
     let bucket = keys.log_prefix().to_owned();
     let _turn = state.api.pin_turns.turn(&keys.0[0]).lock().await;
 
@@ -62,7 +61,6 @@ pub async fn authorize(
         .pin_record(slug.as_str())
         .await?
         .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
-    let given = req.headers().get(PIN_HEADER);
     // A gone (archived or claimed) page is 404 to anyone who cannot show its PIN,
     // as it is on every read: without one, before anything is checked.
     if page.gone && (given.is_none() || page.pin_hash.is_none()) {
@@ -70,7 +68,7 @@ pub async fn authorize(
     }
     let phc = page.pin_hash.ok_or(ApiError::PageLocked)?;
     let given = given.ok_or(ApiError::PinRequired)?;
-    let given = std::str::from_utf8(given.as_bytes())
+    let given = std::str::from_utf8(given)
         .map_err(|_| ApiError::validation(PIN_HEADER, "X-Page-Pin must be UTF-8 text"))?
         .to_owned();
 
