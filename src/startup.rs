@@ -146,11 +146,17 @@ impl Application {
         let search_budget = Arc::new(settings.search_budget.clone());
         let publish_budget = Arc::new(settings.publish_budget.clone());
         let pin_failure_budget = Arc::new(settings.pin_failure_budget.clone());
-        let horizon = [&search_budget, &publish_budget, &pin_failure_budget]
-            .iter()
-            .map(|b| b.horizon())
-            .max()
-            .unwrap_or(0);
+        let pin_page_failure_budget = Arc::new(settings.pin_page_failure_budget.clone());
+        let horizon = [
+            &search_budget,
+            &publish_budget,
+            &pin_failure_budget,
+            &pin_page_failure_budget,
+        ]
+        .iter()
+        .map(|b| b.horizon())
+        .max()
+        .unwrap_or(0);
         let policies = RateLimitPolicies::of(&search_budget, &publish_budget)
             .context("formatting RateLimit-Policy")?;
         let state = web::Data::new(AppState {
@@ -172,12 +178,14 @@ impl Application {
                 search: search_budget,
                 publish: publish_budget,
                 pin_failures: pin_failure_budget,
+                pin_page_failures: pin_page_failure_budget,
                 policies,
             },
             api: ApiState {
                 bodies: crate::request_limits::BodyGate::new(settings.requests),
                 hash_slots: Default::default(),
                 pin_turns: Default::default(),
+                page_pin_turns: Default::default(),
             },
             templates: templates::load().context("parsing templates")?,
             trusted_proxies: settings.trusted_proxies.clone(),

@@ -173,7 +173,9 @@ fn tools() -> Vec<Tool> {
             "update_page",
             "Replace a page's title and/or body (give at least one); every accepted update \
              is a new version. Needs the page's PIN; wrong PINs are counted against this \
-             client (10 an hour), as over HTTP. Spends one write from the publish budget.",
+             client (10 an hour) and this page (20 an hour from all clients, then no PIN is \
+             taken for it until the hour ends), as over HTTP. Spends one write from the \
+             publish budget.",
             object(
                 &[
                     ("slug", slug.clone()),

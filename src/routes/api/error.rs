@@ -58,6 +58,12 @@ pub enum ApiError {
     /// This client had too many wrong PINs this hour; `retry_after` is in seconds.
     #[error("too many wrong PINs from this client: try again in {retry_after} seconds")]
     TooManyPinFailures { retry_after: i64 },
+    /// This page took too many wrong PINs this hour, from all clients together: no
+    /// PIN is checked for it (the right one neither) for `retry_after` seconds.
+    #[error(
+        "too many wrong PINs for this page: no PIN is checked for it for {retry_after} seconds"
+    )]
+    PageTooManyPinFailures { retry_after: i64 },
     /// This client's publish budget has a full window (`window`); `retry_after` is in
     /// seconds; `policy` and `state` are the `RateLimit-Policy` and `RateLimit` values.
     #[error(
@@ -154,7 +160,8 @@ pub const PAGE_LOCKED: Kind = kind(
     "/problems/page-locked",
     "Page has no PIN",
 );
-/// [`ApiError::TooManyPinFailures`].
+/// [`ApiError::TooManyPinFailures`] (the client's bound) and
+/// [`ApiError::PageTooManyPinFailures`] (the page's).
 pub const TOO_MANY_PIN_FAILURES: Kind = kind(
     StatusCode::TOO_MANY_REQUESTS,
     "/problems/too-many-pin-failures",
@@ -241,7 +248,9 @@ impl ApiError {
             ApiError::PinRequired => PIN_REQUIRED,
             ApiError::WrongPin => WRONG_PIN,
             ApiError::PageLocked => PAGE_LOCKED,
-            ApiError::TooManyPinFailures { .. } => TOO_MANY_PIN_FAILURES,
+            ApiError::TooManyPinFailures { .. } | ApiError::PageTooManyPinFailures { .. } => {
+                TOO_MANY_PIN_FAILURES
+            }
             ApiError::PublishRateLimited { .. } => PUBLISH_RATE_LIMITED,
             ApiError::BudgetUnavailable => BUDGET_UNAVAILABLE,
             ApiError::Internal(_) => INTERNAL,
@@ -274,6 +283,7 @@ impl ApiError {
         let kind = self.kind();
         let retry_after = match self {
             ApiError::TooManyPinFailures { retry_after }
+            | ApiError::PageTooManyPinFailures { retry_after }
             | ApiError::PublishRateLimited { retry_after, .. } => Some((*retry_after).max(1)),
             ApiError::BudgetUnavailable
             | ApiError::TooManyOpenBodies { .. }
