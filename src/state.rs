@@ -11,7 +11,6 @@
 use std::sync::Arc;
 
 use actix::Addr;
-use deadpool_sqlite::Pool;
 use tera::Tera;
 
 use crate::budget::store::BudgetStore;
@@ -20,6 +19,7 @@ use crate::client_ip::TrustedProxies;
 use crate::clock::Clock;
 use crate::configuration::SearchSettings;
 use crate::metrics::Metrics;
+use crate::page_store::PageStore;
 use crate::search::cache::view::CacheView;
 use crate::search::cache::Cache;
 use crate::search::corpus::Corpus;
@@ -47,11 +47,8 @@ pub struct AppState {
 
 /// The page database and what is kept from it.
 pub struct PageState {
-    /// Read connections to the page database (and page writes through
-    /// `db::with_write`); at most 16.
-    pub pool: Pool,
-    /// The database file as opened at start, to tell when it is gone or replaced.
-    pub storage: crate::db::storage::Storage,
+    /// The page database (SQLite by default), behind the one page-store interface.
+    pub store: PageStore,
     /// Rendered Markdown of recently shown page versions.
     pub markdown: crate::markdown::MarkdownCache,
 }
@@ -85,6 +82,9 @@ pub struct ApiState {
     pub hash_slots: crate::pin::HashSlots,
     /// One PIN check at a time per client (striped), so the failure limit holds.
     pub pin_turns: crate::pin::PinTurns,
+    /// One PIN check at a time per page (striped), taken after the client's turn,
+    /// so the per-page failure limit holds under guesses from many clients at once.
+    pub page_pin_turns: crate::pin::PinTurns,
 }
 
 /// The `RateLimit-Policy` header values of the budgets answers carry
@@ -110,7 +110,7 @@ impl RateLimitPolicies {
     }
 }
 
-/// The three budgets, shared with the store calls that count them, and the store.
+/// The budgets, shared with the store calls that count them, and the store.
 #[derive(Clone)]
 pub struct Budgets {
     /// The counters of every budget (SQLite via the RateLimiter actor, or Redis).
@@ -119,8 +119,11 @@ pub struct Budgets {
     pub search: Arc<Budget>,
     /// API page writes: create, update, archive, claim.
     pub publish: Arc<Budget>,
-    /// Failed PIN checks, counted after each failure.
+    /// Failed PIN checks of a client, counted after each failure.
     pub pin_failures: Arc<Budget>,
+    /// Failed PIN checks against a page from all clients, counted after each
+    /// failure beside the client's.
+    pub pin_page_failures: Arc<Budget>,
     /// `RateLimit-Policy` of the search and publish budgets, formatted once (they
     /// never change while the server runs).
     pub policies: RateLimitPolicies,
