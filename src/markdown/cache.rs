@@ -30,7 +30,7 @@ pub const RENDER_THREADS: usize = 2;
 /// Page versions queued or rendering at once, at most.
 pub const RENDER_QUEUE: usize = 64;
 
-/// Nice value of the render threads (as `actors::scorer::SCORER_NICE`).
+/// Nice value of the render threads (as `search::scorer::SCORER_NICE`).
 const RENDER_NICE: i32 = 10;
 
 /// Test-only fault injection: run on the render thread with the body before each
@@ -95,7 +95,7 @@ impl MarkdownCache {
             std::thread::Builder::new()
                 .name(format!("markdown-{n}"))
                 .spawn(move || {
-                    lower_this_threads_priority();
+                    crate::thread_priority::lower_this_thread(RENDER_NICE, "Markdown render");
                     render_loop(
                         &shared,
                         &queue,
@@ -230,26 +230,6 @@ fn render_loop(
         shared.keep(job.key, rendered.clone());
         // The views may all be gone; the version is kept either way.
         let _ = job.done.send(rendered);
-    }
-}
-
-/// Sets the calling thread's nice value to [`RENDER_NICE`] (Linux: nice is per
-/// thread); elsewhere, or when refused, the thread keeps its priority.
-fn lower_this_threads_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: plain system calls on the calling thread's own id; no memory is
-        // shared with the kernel.
-        let done = unsafe {
-            let tid = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, RENDER_NICE)
-        };
-        if done != 0 {
-            tracing::warn!(
-                error = %std::io::Error::last_os_error(),
-                "could not lower a render thread's priority"
-            );
-        }
     }
 }
 
