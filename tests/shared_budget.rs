@@ -7,7 +7,9 @@
 //! rest of the service unchanged) and started again on the same port (searches
 //! succeed again without restarting anything).
 
-mod support;
+#[path = "common/mod.rs"]
+mod helpers;
+use helpers::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::json;
 
-use crate::common::{spawn_app_on, Store};
 use crate::helpers::{spawn_app, Reply, TestApp, AGENT};
+use crate::helpers::{spawn_app_on, Store};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agent-pages");
 
