@@ -65,6 +65,11 @@ pub struct ServeArgs {
     /// Entries in the search result LRU.
     #[arg(long, env = "SEARCH_CACHE_ENTRIES", default_value = "256")]
     pub search_cache_entries: String,
+    /// Bytes the search result LRU may keep alive (results, marks, keys and the
+    /// answers rendered from them): a whole number of bytes, or of KiB, MiB or GiB
+    /// (`64MiB`).
+    #[arg(long, env = "SEARCH_CACHE_MAX_BYTES", default_value = "64MiB")]
+    pub search_cache_max_bytes: String,
     /// Result rows shown on a search page.
     #[arg(long, env = "SEARCH_RESULT_LIMIT", default_value = "50")]
     pub search_result_limit: String,
@@ -161,6 +166,8 @@ pub struct Settings {
 pub struct SearchSettings {
     pub concurrency: usize,
     pub cache_entries: usize,
+    /// Bytes the cache's entries may keep alive (`SEARCH_CACHE_MAX_BYTES`).
+    pub cache_max_bytes: usize,
     pub result_limit: usize,
     pub max_in_flight: usize,
 }
@@ -170,6 +177,7 @@ impl Default for SearchSettings {
         Self {
             concurrency: 2,
             cache_entries: 256,
+            cache_max_bytes: 64 << 20,
             result_limit: 50,
             max_in_flight: 64,
         }
@@ -240,6 +248,11 @@ impl Settings {
                 &args.search_cache_entries,
                 1,
                 1_000_000,
+            )?,
+            cache_max_bytes: byte_size(
+                "SEARCH_CACHE_MAX_BYTES",
+                &args.search_cache_max_bytes,
+                1 << 40,
             )?,
             result_limit: number("SEARCH_RESULT_LIMIT", &args.search_result_limit, 1, 1000)?,
             max_in_flight: number(
@@ -348,6 +361,34 @@ where
         })
 }
 
+/// A size in bytes from 1 to `max`: a whole number, optionally followed by `B`,
+/// `KiB`, `MiB` or `GiB` (case aside, spaces allowed between).
+fn byte_size(variable: &'static str, value: &str, max: u64) -> Result<usize, ConfigError> {
+    let text = value.trim();
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let (number, unit) = text.split_at(digits);
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        _ => 0,
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .filter(|n| (1..=max).contains(n))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| ConfigError {
+            variable,
+            value: value.to_owned(),
+            reason: format!(
+                "must be a whole number of bytes from 1 to {max}, or of KiB, MiB or GiB"
+            ),
+        })
+}
+
 fn socket_addr(variable: &'static str, value: &str) -> Result<SocketAddr, ConfigError> {
     let bad = |reason: String| ConfigError {
         variable,
@@ -434,6 +475,21 @@ mod tests {
         assert_eq!(err.variable, "AGENT_PAGES_BODY_TIMEOUT_SECS");
         let err = parse(&["--max-open-bodies", "none"]).err().unwrap();
         assert_eq!(err.variable, "AGENT_PAGES_MAX_OPEN_BODIES");
+    }
+
+    #[test]
+    fn a_cache_byte_bound_takes_binary_units_and_names_its_variable() {
+        let max_bytes = |v: &str| {
+            parse(&[&format!("--search-cache-max-bytes={v}")]).map(|s| s.search.cache_max_bytes)
+        };
+        assert_eq!(max_bytes("65536").unwrap(), 65536);
+        assert_eq!(max_bytes("64KiB").unwrap(), 64 << 10);
+        assert_eq!(max_bytes(" 2 mib ").unwrap(), 2 << 20);
+        assert_eq!(max_bytes("1GiB").unwrap(), 1 << 30);
+        for bad in ["0", "", "64MB", "1.5MiB", "-1", "2048GiB", "MiB"] {
+            let err = max_bytes(bad).err().unwrap();
+            assert_eq!(err.variable, "SEARCH_CACHE_MAX_BYTES", "{bad}");
+        }
     }
 
     #[test]

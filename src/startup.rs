@@ -137,6 +137,7 @@ impl Application {
         ));
         let cache = Cache::new(
             settings.search.cache_entries,
+            settings.search.cache_max_bytes,
             scorers.clone(),
             settings.search.result_limit,
             metrics.scoring_seconds.clone(),

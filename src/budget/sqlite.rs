@@ -346,7 +346,7 @@ mod tests {
     }
 
     #[test]
-    fn a_day_window_is_one_more_line_of_configuration_and_is_enforced() {
+    fn a_third_window_pushed_onto_the_budget_is_enforced_and_swept_at_its_own_horizon() {
         let (_d, mut conn) = db();
         let mut budget = Budget::search(20, 200);
         budget.windows.push(FixedWindow::new("day", 86_400, 2));

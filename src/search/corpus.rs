@@ -1,10 +1,16 @@
 //! Gate 5's candidate fetch: an in-memory snapshot of the candidate pages, its
-//! fingerprint and its ranking index, rebuilt only when the corpus generation moves.
+//! fingerprint and its ranking index, brought up to date only when the corpus
+//! generation moves, and then by the pages that changed.
 //!
 //! Every budgeted search reads the generation (one row, written by triggers on every
 //! change to `pages`, from any process). When it matches the snapshot's, the snapshot
 //! *is* what a fresh fetch would return, so a request costs the same on 10 pages or
-//! 100,000; when it moved, one request rebuilds while the others wait for it.
+//! 100,000. When it moved, one request reads the change log the same triggers write
+//! and applies the changed pages to a new snapshot (rows, fingerprint and the spare
+//! index of a left-right pair, off the async worker) while the others wait for it;
+//! the snapshot is built from all candidates only at start-up, or when the change
+//! log no longer reaches back to the snapshot's generation (it keeps
+//! `startup::CHANGES_KEPT` generations).
 
 use std::sync::{Arc, RwLock};
 

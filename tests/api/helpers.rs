@@ -5,7 +5,11 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::{json, Value};
 
-pub use crate::common::{spawn_app, TestApp, T0};
+// The shared helpers (`tests/common`), reached through this module as every test
+// binary reaches them: `crate::helpers`.
+#[path = "../common/mod.rs"]
+mod common;
+pub use common::*;
 
 /// The client the PIN-protected requests come from unless a test picks another
 /// (the test app trusts 127.0.0.1 as a proxy, so `X-Forwarded-For` names it).
@@ -21,7 +25,8 @@ pub struct Reply {
 }
 
 impl Reply {
-    async fn of(r: reqwest::Response) -> Self {
+    /// `r`, read whole.
+    pub async fn of(r: reqwest::Response) -> Self {
         Self {
             status: r.status().as_u16(),
             headers: r.headers().clone(),

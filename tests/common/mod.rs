@@ -1,6 +1,8 @@
 //! `spawn_app()`: a real server on 127.0.0.1:0 over a temp SQLite file, with a manual
 //! clock and a fault hook in the scorer, and a typed handle to drive and inspect it.
-//! Shared by the `search` and `api` test binaries (each includes it with `#[path]`).
+//! Shared by the test binaries, each of which reaches it as `crate::helpers`: it is
+//! included with `#[path]` as `helpers` itself, or by the binary's own `helpers.rs`
+//! (`api`, `mcp`, `search_redis`), which re-exports all of it beside its own helpers.
 //!
 //! [`spawn_app_on`] picks the budget store: the SQLite file (what `spawn_app` uses),
 //! or a real `redis-server` started for the app (the `search_redis` binary runs the
