@@ -96,10 +96,14 @@ impl Application {
         let pool = db::create_pool(&settings.database, 16)?;
         let budget_store = match &settings.redis {
             None => {
+                drop(conn);
+                // The counters' own file: a page write never holds its lock.
+                let budget = db::open_budget(&settings.budget_database)
+                    .with_context(|| format!("opening {}", settings.budget_database.display()))?;
                 // The RateLimiter blocks on SQLite: it gets an arbiter (thread) of
                 // its own.
                 let rate_limiter =
-                    RateLimiter::new(conn).context("setting the budget connection")?;
+                    RateLimiter::new(budget).context("setting the budget connection")?;
                 BudgetStore::sqlite(RateLimiter::start_in_arbiter(
                     &actix::Arbiter::new().handle(),
                     |_| rate_limiter,

@@ -1,4 +1,5 @@
-//! The RateLimiter actor: owns the SQLite write connection of the budget counters
+//! The RateLimiter actor: owns the SQLite write connection of the budget database
+//! (a file of its own, never the page database's: see [`crate::db::open_budget`])
 //! and runs the budget transactions (gates 3/4, the publish budget, PIN failures).
 //!
 //! It runs on an arbiter (thread) of its own, because SQLite calls block. One
@@ -11,8 +12,10 @@
 //! windows are all checked before any is written), commits once, and only then
 //! answers each. Under load this turns
 //! hundreds of commits into one, and no answer is sent before its count is
-//! committed. The batch also reads the corpus generation, so a search needs no
-//! second database round trip to know whether its candidate snapshot is current.
+//! committed. (The corpus generation is not read here: it lives in the page
+//! database, which a budget transaction never touches, so that no page write, of
+//! any size or process, can hold a budget write up. The search reads it from the
+//! page database after its budget is spent: `crate::search::corpus::Corpus`.)
 //!
 //! It is the SQLite backend of the budget store: handlers reach it through
 //! [`super::store::BudgetStore`], which hides whether the counters live here or in
@@ -25,12 +28,14 @@ use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use super::{sqlite, BucketKeys, Budget, Decision};
-use crate::db::{pages, DbError};
+use crate::db::DbError;
 
-/// How long a budget transaction waits for another writer's lock (an import's
-/// final transaction, a page write of another process) before the request is
-/// answered 503 `budget-unavailable`. Shorter than the page writes' timeout: every
-/// search queues behind this one thread, so a long wait here stalls them all.
+/// How long a budget transaction waits for another writer's lock before the
+/// request is answered 503 `budget-unavailable`. Only another process's
+/// RateLimiter (a server sharing the budget file) writes this file, in batches of
+/// milliseconds; page writes and imports never do. Shorter than the page writes'
+/// timeout: every search queues behind this one thread, so a long wait here
+/// stalls them all.
 pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Most spends decided in one transaction.
@@ -46,8 +51,8 @@ pub struct Spend {
     pub now: i64,
 }
 
-/// A committed decision and the corpus generation read in the same transaction.
-pub type Spent = Result<(Decision, i64), SpendFailed>;
+/// A committed decision.
+pub type Spent = Result<Decision, SpendFailed>;
 
 impl Message for Spend {
     type Result = oneshot::Receiver<Spent>;
@@ -112,7 +117,8 @@ pub struct RateLimiter {
 }
 
 impl RateLimiter {
-    /// Takes the (migrated) write connection and sets its [`BUSY_TIMEOUT`].
+    /// Takes the write connection of the (migrated) budget database
+    /// ([`crate::db::open_budget`]) and sets its [`BUSY_TIMEOUT`].
     ///
     /// Errors: SQLite refused the setting.
     pub fn new(conn: Connection) -> rusqlite::Result<Self> {
@@ -124,12 +130,11 @@ impl RateLimiter {
         })
     }
 
-    /// One transaction for `batch`: each spend decided in order, the generation
-    /// read, one commit.
+    /// One transaction for `batch`: each spend decided in order, one commit.
     fn decide(
         &mut self,
         batch: &[(Spend, oneshot::Sender<Spent>)],
-    ) -> rusqlite::Result<(Vec<Decision>, i64)> {
+    ) -> rusqlite::Result<Vec<Decision>> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -140,9 +145,8 @@ impl RateLimiter {
                 .iter()
                 .map(|(spend, _)| (&*spend.budget, &spend.keys, spend.now)),
         )?;
-        let generation = pages::generation(&tx)?;
         tx.commit()?;
-        Ok((decisions, generation))
+        Ok(decisions)
     }
 }
 
@@ -179,9 +183,9 @@ impl Handler<Flush> for RateLimiter {
             return;
         }
         match self.decide(&batch) {
-            Ok((decisions, generation)) => {
+            Ok(decisions) => {
                 for ((_, answer), decision) in batch.into_iter().zip(decisions) {
-                    let _ = answer.send(Ok((decision, generation)));
+                    let _ = answer.send(Ok(decision));
                 }
             }
             Err(e) => {

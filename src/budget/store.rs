@@ -2,8 +2,9 @@
 //! gates and the outcome matrix call [`BudgetStore`] and never learn which store is
 //! behind it.
 //!
-//! - SQLite (the default): the RateLimiter actor's transaction on the service's own
-//!   database file; processes on one host sharing the file share the budget.
+//! - SQLite (the default): the RateLimiter actor's transaction on the budget
+//!   database (a file of its own beside the page database); processes on one host
+//!   sharing the file share the budget.
 //! - Redis or Valkey (`AGENT_PAGES_REDIS_URL`): one server-side script per call
 //!   ([`super::redis`]); replicas on any number of hosts share the budget.
 //!
@@ -134,23 +135,11 @@ impl BudgetStore {
         keys: BucketKeys,
         now: i64,
     ) -> Result<Decision, StoreError> {
-        let (decision, _) = self.spend_with_generation(budget, keys, now).await?;
-        Ok(decision)
-    }
-
-    /// [`BudgetStore::spend`], plus the corpus generation when the store read it in
-    /// the same transaction (SQLite), so the search needs no second read for it.
-    pub async fn spend_with_generation(
-        &self,
-        budget: &Arc<Budget>,
-        keys: BucketKeys,
-        now: i64,
-    ) -> Result<(Decision, Option<i64>), StoreError> {
         if let Some(refused) = self.known_full(budget, &keys, now) {
-            return Ok((refused, None));
+            return Ok(refused);
         }
         let spent = self.spend_inner(budget, &keys, now).await?;
-        self.remember(budget, &keys, now, &spent.0);
+        self.remember(budget, &keys, now, &spent);
         Ok(spent)
     }
 
@@ -159,7 +148,7 @@ impl BudgetStore {
         budget: &Arc<Budget>,
         keys: &BucketKeys,
         now: i64,
-    ) -> Result<(Decision, Option<i64>), StoreError> {
+    ) -> Result<Decision, StoreError> {
         let result = match &self.backend {
             Backend::Sqlite(addr) => {
                 let answer = addr
@@ -170,14 +159,13 @@ impl BudgetStore {
                     })
                     .await?;
                 match answer.await {
-                    Ok(Ok((decision, generation))) => Ok((decision, Some(generation))),
+                    Ok(Ok(decision)) => Ok(decision),
                     Ok(Err(failed)) if failed.busy => Err(StoreError::Unavailable(failed.cause)),
                     Ok(Err(failed)) => Err(StoreError::Batch(failed)),
                     Err(_) => Err(StoreError::Mailbox(actix::MailboxError::Closed)),
                 }
             }
-            // Redis knows nothing of the corpus: the search reads the generation.
-            Backend::Redis(redis) => redis.spend(budget, keys, now).await.map(|d| (d, None)),
+            Backend::Redis(redis) => redis.spend(budget, keys, now).await,
         };
         self.observe(result)
     }

@@ -2,8 +2,13 @@
 //!
 //! Every connection is opened through [`open`], which sets the pragmas the service
 //! relies on (WAL, `busy_timeout`, foreign keys). Reads in the server go through a
-//! deadpool-sqlite pool ([`create_pool`]); the one write connection of the search
-//! budget belongs to the RateLimiter actor.
+//! deadpool-sqlite pool ([`create_pool`]).
+//!
+//! The budget counters live in a second file, the budget database ([`open_budget`],
+//! by default [`budget_path_beside`] the page database), whose one write
+//! connection belongs to the RateLimiter actor: a file has one write lock, and a
+//! page write of any size (an import's transaction, from any process) must never
+//! make a budget write wait for it.
 
 pub mod migrations;
 pub mod pages;
@@ -127,6 +132,29 @@ pub fn open(path: &Path) -> Result<Connection, DbError> {
 pub fn open_migrated(path: &Path) -> Result<Connection, DbError> {
     let mut conn = open(path)?;
     migrations::run(&mut conn)?;
+    Ok(conn)
+}
+
+/// Where the budget database lives unless configured: beside the page database,
+/// named after it with `.budget` before its extension
+/// (`data/agent-pages.sqlite3` → `data/agent-pages.budget.sqlite3`).
+pub fn budget_path_beside(pages: &Path) -> std::path::PathBuf {
+    let stem = pages.file_stem().map(|s| s.to_string_lossy().into_owned());
+    let name = match (stem, pages.extension()) {
+        (Some(stem), Some(ext)) => format!("{stem}.budget.{}", ext.to_string_lossy()),
+        (Some(stem), None) => format!("{stem}.budget"),
+        (None, _) => "budget.sqlite3".to_owned(),
+    };
+    pages.with_file_name(name)
+}
+
+/// [`open`] for the budget database at `path`, then its migrations
+/// ([`migrations::run_budget`]).
+///
+/// Errors: as [`open`], or a migration failed.
+pub fn open_budget(path: &Path) -> Result<Connection, DbError> {
+    let mut conn = open(path)?;
+    migrations::run_budget(&mut conn)?;
     Ok(conn)
 }
 
@@ -264,6 +292,14 @@ pub(crate) fn temp_db() -> (tempfile::TempDir, Connection) {
     (dir, conn)
 }
 
+/// [`temp_db`] for the budget database.
+#[cfg(test)]
+pub(crate) fn temp_budget_db() -> (tempfile::TempDir, Connection) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let conn = open_budget(&dir.path().join("test.budget.sqlite3")).expect("open");
+    (dir, conn)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,7 +344,7 @@ mod tests {
         rt.block_on(async {
             assert_eq!(pool.status().size, 2);
             let err = with_conn(&pool, |c| {
-                c.execute("INSERT INTO rate_limit_counters VALUES ('k', 0, 1)", [])
+                c.execute("INSERT INTO corpus_changes VALUES (1000, 1)", [])
             })
             .await
             .unwrap_err();
@@ -316,7 +352,7 @@ mod tests {
             assert_eq!(pool.status().size, 1, "the read-only connection is gone");
             // A write skips the other read-only one and succeeds on a fresh one.
             with_write(&pool, |tx| {
-                tx.execute("INSERT INTO rate_limit_counters VALUES ('k', 0, 1)", [])
+                tx.execute("INSERT INTO corpus_changes VALUES (1000, 1)", [])
             })
             .await
             .unwrap();

@@ -2,9 +2,12 @@
 //! fingerprint and its ranking index, rebuilt only when the corpus generation moves.
 //!
 //! Every budgeted search reads the generation (one row, written by triggers on every
-//! change to `pages`, from any process). When it matches the snapshot's, the snapshot
-//! *is* what a fresh fetch would return, so a request costs the same on 10 pages or
-//! 100,000; when it moved, one request rebuilds while the others wait for it.
+//! change to `pages`, from any process) from the page database, on a read
+//! connection of its own, after its budget is spent (the budget lives in another
+//! file, so no page write can hold it up; under WAL this read never waits for a
+//! writer either). When it matches the snapshot's, the snapshot *is* what a fresh
+//! fetch would return, so a request costs the same on 10 pages or 100,000; when it
+//! moved, one request rebuilds while the others wait for it.
 
 use std::sync::{Arc, RwLock};
 
@@ -237,17 +240,16 @@ impl Corpus {
 
     /// Builds the snapshot ahead of the first search; not counted as a fetch.
     pub async fn warm(&self) -> Result<Arc<Snapshot>, DbError> {
-        self.refresh(None).await
+        self.refresh().await
     }
 
-    /// The snapshot a fresh fetch would give now: the generation (`generation` when
-    /// the caller read it moments ago, in its budget transaction; else read now),
-    /// plus a reload only when it moved.
+    /// The snapshot a fresh fetch would give now: the generation read now, plus a
+    /// reload only when it moved.
     ///
     /// Errors: the database could not be read.
-    pub async fn current(&self, generation: Option<i64>) -> Result<Arc<Snapshot>, DbError> {
+    pub async fn current(&self) -> Result<Arc<Snapshot>, DbError> {
         self.fetches.inc();
-        self.refresh(generation).await
+        self.refresh().await
     }
 
     /// The corpus generation now: on the dedicated reader when it answers, else
@@ -265,11 +267,8 @@ impl Corpus {
         db::with_conn(&self.pool, |c| pages::generation(c)).await
     }
 
-    async fn refresh(&self, known: Option<i64>) -> Result<Arc<Snapshot>, DbError> {
-        let generation = match known {
-            Some(generation) => generation,
-            None => self.generation().await?,
-        };
+    async fn refresh(&self) -> Result<Arc<Snapshot>, DbError> {
+        let generation = self.generation().await?;
         if let Some(s) = self.at_least(generation) {
             return Ok(s);
         }

@@ -80,10 +80,10 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
 
     // Gates 3/4: every window of the budget, both-or-neither.
     let now = state.clock.now();
-    let (decision, generation) = match state
+    let decision = match state
         .budgets
         .store
-        .spend_with_generation(&state.budgets.search, keys, now)
+        .spend(&state.budgets.search, keys, now)
         .await
     {
         Ok(spent) => spent,
@@ -108,8 +108,9 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         };
     }
 
-    // Gate 5: the candidates as a fresh fetch would see them, then the cache.
-    let snapshot = match state.search.corpus.current(generation).await {
+    // Gate 5: the candidates as a fresh fetch would see them (the generation read
+    // from the page database now), then the cache.
+    let snapshot = match state.search.corpus.current().await {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "candidate fetch failed");
