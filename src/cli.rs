@@ -8,6 +8,8 @@ use clap::{Parser, Subcommand};
 
 use crate::clock::{Clock, SystemClock};
 use crate::configuration::{BudgetDatabaseArgs, DatabaseArgs, ServeArgs, Settings};
+use crate::page_store::sqlite::SqlitePages;
+use crate::page_store::PageStore;
 use crate::startup::Application;
 use crate::telemetry::{self, LogFormat};
 use crate::{db, import};
@@ -91,15 +93,24 @@ fn serve(settings: Settings) -> anyhow::Result<()> {
 }
 
 fn run_import(file: &std::path::Path, args: &DatabaseArgs) -> anyhow::Result<()> {
-    let mut conn = open_migrated(args)?;
-    let now = SystemClock.now();
-    let report = if file.as_os_str() == "-" {
-        import::import(&mut conn, std::io::stdin().lock(), None, now)?
-    } else {
-        let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
-        let size = f.metadata().ok().map(|m| m.len());
-        import::import(&mut conn, f, size, now)?
-    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let report = runtime.block_on(async {
+        let store = open_store(args)?;
+        let now = SystemClock.now();
+        let report = if file.as_os_str() == "-" {
+            import::import_into(&store, std::io::stdin().lock(), None, now).await
+        } else {
+            let f =
+                std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+            let size = f.metadata().ok().map(|m| m.len());
+            import::import_into(&store, f, size, now).await
+        };
+        store.close();
+        anyhow::Ok(report?)
+    })?;
     println!(
         "imported {}: {} new, {} updated, {} unchanged, {} skipped",
         file.display(),
@@ -127,4 +138,12 @@ fn migrate(args: &DatabaseArgs, budget: &BudgetDatabaseArgs) -> anyhow::Result<(
 fn open_migrated(args: &DatabaseArgs) -> anyhow::Result<rusqlite::Connection> {
     db::open_migrated(&args.database)
         .with_context(|| format!("opening and migrating {}", args.database.display()))
+}
+
+/// The page store `args` name, migrated; call inside a Tokio runtime.
+fn open_store(args: &DatabaseArgs) -> anyhow::Result<PageStore> {
+    open_migrated(args)?;
+    let pages = SqlitePages::open(&args.database, 1)
+        .with_context(|| format!("reading {}", args.database.display()))?;
+    Ok(PageStore::new(pages))
 }

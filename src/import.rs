@@ -19,8 +19,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rusqlite::{Connection, TransactionBehavior};
 use serde::Deserialize;
 
-use crate::db::pages::{self, Upserted};
+use crate::db::pages;
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle};
+use crate::page_store::{ImportCounts, ImportPage, PageStore, PageStoreError};
 
 /// The demo corpus: 63,681 Debian package descriptions, gzip-compressed JSON Lines.
 pub static DEMO_CORPUS_GZ: &[u8] = include_bytes!("demo/debian-pages.jsonl.gz");
@@ -59,6 +60,51 @@ pub enum ImportError {
     Read { line: usize, source: std::io::Error },
     #[error("database: {0}")]
     Db(#[from] rusqlite::Error),
+    #[error("{0}")]
+    Store(#[from] PageStoreError),
+}
+
+impl ImportReport {
+    fn count(&mut self, counts: ImportCounts) {
+        self.inserted += counts.inserted;
+        self.updated += counts.updated;
+        self.unchanged += counts.unchanged;
+    }
+}
+
+/// Phases 1 and 2 of an import: every line of `input` read and parsed (bad ones
+/// reported on stderr as they are found and skipped) and every PIN hashed (argon2,
+/// on up to [`crate::pin::CONCURRENT_HASHES`] threads). Returns the pages to write
+/// and the report so far (nothing counted as written yet).
+///
+/// `total_bytes` sizes the progress bar of the first phase (hidden when stderr is
+/// not a terminal, or when `None`); the hashing phase has a bar of its own when
+/// there is a first one. Errors: an I/O error reading.
+pub fn prepare(
+    input: impl Read,
+    total_bytes: Option<u64>,
+) -> Result<(Vec<ImportPage>, ImportReport), ImportError> {
+    let mut report = ImportReport::default();
+    let parsed = read_all(input, total_bytes, &mut report)?;
+    let pages = hash_pins(parsed, total_bytes.is_some(), &mut report);
+    report.skipped.sort_by_key(|s| s.line);
+    Ok((pages, report))
+}
+
+/// [`import`] through the page store, whichever it is: [`prepare`], then one
+/// [`PageStore::import`] (one transaction: all pages or none).
+///
+/// Errors: an I/O error reading, or the store failed; either way nothing of this
+/// import was committed.
+pub async fn import_into(
+    store: &PageStore,
+    input: impl Read,
+    total_bytes: Option<u64>,
+    now: i64,
+) -> Result<ImportReport, ImportError> {
+    let (pages, mut report) = prepare(input, total_bytes)?;
+    report.count(store.import(pages, now).await?);
+    Ok(report)
 }
 
 /// Imports every line of `input` into `conn` in one transaction.
@@ -78,26 +124,9 @@ pub fn import(
     total_bytes: Option<u64>,
     now: i64,
 ) -> Result<ImportReport, ImportError> {
-    let mut report = ImportReport::default();
-    let parsed = read_all(input, total_bytes, &mut report)?;
-    let pages = hash_pins(parsed, total_bytes.is_some(), &mut report);
-    report.skipped.sort_by_key(|s| s.line);
-
+    let (pages, mut report) = prepare(input, total_bytes)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    for page in &pages {
-        match pages::upsert(
-            &tx,
-            &page.slug,
-            &page.title,
-            &page.body,
-            page.pin_hash.as_deref(),
-            now,
-        )? {
-            Upserted::Inserted => report.inserted += 1,
-            Upserted::Updated(_) => report.updated += 1,
-            Upserted::Unchanged => report.unchanged += 1,
-        }
-    }
+    report.count(pages::upsert_all(&tx, &pages, now)?);
     tx.commit()?;
     Ok(report)
 }
@@ -143,7 +172,7 @@ fn hash_pins(
     parsed: Vec<ParsedLine>,
     show_progress: bool,
     report: &mut ImportReport,
-) -> Vec<HashedLine> {
+) -> Vec<ImportPage> {
     let pins = parsed.iter().filter(|p| p.pin.is_some()).count();
     let progress = progress_bar(
         show_progress.then_some(pins as u64),
@@ -179,7 +208,7 @@ fn hash_pins(
                     return None;
                 }
             };
-            Some(HashedLine {
+            Some(ImportPage {
                 slug: line.slug,
                 title: line.title,
                 body: line.body,
@@ -189,18 +218,20 @@ fn hash_pins(
         .collect()
 }
 
-/// Imports the bundled demo corpus when the database has no pages at all; returns
+/// Imports the bundled demo corpus when the store has no pages at all; returns
 /// `None` when it already had some.
-pub fn load_demo_if_empty(
-    conn: &mut Connection,
+pub async fn load_demo_if_empty(
+    store: &PageStore,
     now: i64,
 ) -> Result<Option<ImportReport>, ImportError> {
-    if pages::count_all(conn)? > 0 {
+    if store.count_all().await? > 0 {
         return Ok(None);
     }
     let decoder = flate2::read::GzDecoder::new(DEMO_CORPUS_GZ);
     // The bar counts decompressed bytes; the corpus is about 14 MB uncompressed.
-    import(conn, decoder, Some(13_955_212), now).map(Some)
+    import_into(store, decoder, Some(13_955_212), now)
+        .await
+        .map(Some)
 }
 
 /// A line that parsed; its PIN checked but not yet hashed.
@@ -210,14 +241,6 @@ struct ParsedLine {
     title: PageTitle,
     body: PageBody,
     pin: Option<String>,
-}
-
-/// A line ready to write.
-struct HashedLine {
-    slug: PageSlug,
-    title: PageTitle,
-    body: PageBody,
-    pin_hash: Option<String>,
 }
 
 fn parse_line(number: usize, line: &str) -> Result<ParsedLine, String> {

@@ -16,6 +16,7 @@ pub mod domain;
 pub mod import;
 pub mod markdown;
 pub mod metrics;
+pub mod page_store;
 pub mod pin;
 pub mod request_limits;
 pub mod routes;

@@ -18,6 +18,8 @@ use crate::budget::store::BudgetStore;
 use crate::clock::Clock;
 use crate::configuration::Settings;
 use crate::metrics::Metrics;
+use crate::page_store::sqlite::{self as sqlite_pages, SqlitePages};
+use crate::page_store::PageStore;
 use crate::search::cache::Cache;
 use crate::search::corpus::Corpus;
 use crate::search::scorer::ScorerPool;
@@ -76,12 +78,19 @@ impl Application {
     ///
     /// Errors: the database cannot be opened or migrated, or the address not bound.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let mut conn = db::open_migrated(&settings.database)
-            .with_context(|| format!("opening {}", settings.database.display()))?;
+        drop(
+            db::open_migrated(&settings.database)
+                .with_context(|| format!("opening {}", settings.database.display()))?,
+        );
+        let pages = PageStore::new(
+            SqlitePages::open(&settings.database, sqlite_pages::POOL_SIZE)
+                .with_context(|| format!("reading {}", settings.database.display()))?,
+        );
         if settings.demo {
             let now = settings.clock.now();
-            if let Some(report) =
-                import::load_demo_if_empty(&mut conn, now).context("loading the demo corpus")?
+            if let Some(report) = import::load_demo_if_empty(&pages, now)
+                .await
+                .context("loading the demo corpus")?
             {
                 tracing::info!(
                     inserted = report.inserted,
@@ -91,12 +100,8 @@ impl Application {
             }
         }
 
-        let storage = db::storage::Storage::capture(&settings.database)
-            .with_context(|| format!("reading {}", settings.database.display()))?;
-        let pool = db::create_pool(&settings.database, 16)?;
         let budget_store = match &settings.redis {
             None => {
-                drop(conn);
                 // The counters' own file: a page write never holds its lock.
                 let budget = db::open_budget(&settings.budget_database)
                     .with_context(|| format!("opening {}", settings.budget_database.display()))?;
@@ -110,7 +115,6 @@ impl Application {
                 ))
             }
             Some(redis) => {
-                drop(conn);
                 let counters = RedisCounters::connect_lazily(redis)
                     .context("AGENT_PAGES_REDIS_URL: cannot make a Redis client")?;
                 tracing::info!(
@@ -132,8 +136,7 @@ impl Application {
             settings.scoring_hook.clone(),
         );
         let corpus = Arc::new(Corpus::new(
-            pool.clone(),
-            &settings.database,
+            pages.clone(),
             metrics.candidate_fetches.clone(),
         ));
         let cache = Cache::new(
@@ -156,8 +159,7 @@ impl Application {
             .context("formatting RateLimit-Policy")?;
         let state = web::Data::new(AppState {
             pages: PageState {
-                pool,
-                storage,
+                store: pages,
                 markdown: crate::markdown::MarkdownCache::default(),
             },
             search: SearchState {
@@ -238,7 +240,7 @@ impl Application {
             budget_store,
             horizon,
             settings.clock.clone(),
-            state.pages.pool.clone(),
+            state.pages.store.clone(),
         );
         Ok(Self {
             address,
@@ -268,9 +270,9 @@ impl Application {
         let result = futures_util::future::try_join_all(self.servers)
             .await
             .map(drop);
-        // Close the pool inside the runtime: deadpool drops each connection through
+        // Close the pools inside the runtime: deadpool drops each connection through
         // `spawn_blocking`, which panics once the runtime is shutting down.
-        self.state.pages.pool.close();
+        self.state.pages.store.close();
         result
     }
 
@@ -304,13 +306,13 @@ fn spawn_background(
     budget_store: BudgetStore,
     horizon: i64,
     clock: Arc<dyn Clock>,
-    pool: deadpool_sqlite::Pool,
+    pages: PageStore,
 ) {
     actix_web::rt::spawn(async move {
         let mut tick = tokio::time::interval(SWEEP_INTERVAL);
         loop {
             tick.tick().await;
-            match db::with_conn(&pool, |c| db::pages::compact_changes(c, CHANGES_KEPT)).await {
+            match pages.compact_changes(CHANGES_KEPT).await {
                 Ok(deleted) if deleted > 0 => {
                     tracing::debug!(deleted, "compacted the corpus change log")
                 }

@@ -11,7 +11,6 @@
 use std::sync::Arc;
 
 use actix::Addr;
-use deadpool_sqlite::Pool;
 use tera::Tera;
 
 use crate::budget::store::BudgetStore;
@@ -20,6 +19,7 @@ use crate::client_ip::TrustedProxies;
 use crate::clock::Clock;
 use crate::configuration::SearchSettings;
 use crate::metrics::Metrics;
+use crate::page_store::PageStore;
 use crate::search::cache::view::CacheView;
 use crate::search::cache::Cache;
 use crate::search::corpus::Corpus;
@@ -47,11 +47,8 @@ pub struct AppState {
 
 /// The page database and what is kept from it.
 pub struct PageState {
-    /// Read connections to the page database (and page writes through
-    /// `db::with_write`); at most 16.
-    pub pool: Pool,
-    /// The database file as opened at start, to tell when it is gone or replaced.
-    pub storage: crate::db::storage::Storage,
+    /// The page database (SQLite by default), behind the one page-store interface.
+    pub store: PageStore,
     /// Rendered Markdown of recently shown page versions.
     pub markdown: crate::markdown::MarkdownCache,
 }

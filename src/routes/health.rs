@@ -1,9 +1,10 @@
 //! `GET /healthz` (liveness) and `GET /readyz` (readiness), SPEC §9.
 //!
 //! `/healthz` touches nothing: 200 while the process runs and serves HTTP.
-//! `/readyz` is 200 only while every check passes: the database file at the
-//! configured path is the one open and is writable, the candidate snapshot is
-//! built, and the budget store answers a read; else 503 naming what failed.
+//! `/readyz` is 200 only while every check passes: the page store could keep a
+//! write (SQLite: the database file at the configured path is the one open and is
+//! writable), the candidate snapshot is built, and the budget store answers a read;
+//! else 503 naming what failed.
 
 use std::time::Duration;
 
@@ -36,12 +37,9 @@ pub struct Readiness {
 /// snapshot is built and the budget store answers; else 503. JSON either way.
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     // Answers say which check failed in a few words; the details go to the log.
-    let database = match state.pages.storage.check() {
+    let database = match state.pages.store.check_ready().await {
         Ok(()) => "ok".to_owned(),
-        Err(fault) => {
-            tracing::error!(%fault, "readiness: database file");
-            format!("the database file is {}", fault.short())
-        }
+        Err(why) => why,
     };
     let snapshot = if state.search.corpus.peek().generation >= 0 {
         "ok".to_owned()

@@ -4,8 +4,8 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
-use crate::db::{self, pages};
 use crate::domain::PageSlug;
+use crate::page_store::{Page, PageStoreError};
 use crate::routes::{error_page, render};
 use crate::state::AppState;
 use crate::templates::format_time;
@@ -57,15 +57,8 @@ pub async fn ledger(
         }
     };
     let offset = (page_no - 1) * LEDGER_PAGE_SIZE;
-    let fetched = db::with_conn(&state.pages.pool, move |c| {
-        Ok((
-            pages::count_candidates(c)?,
-            pages::ledger(c, offset, LEDGER_PAGE_SIZE)?,
-        ))
-    })
-    .await;
-    let (total, rows) = match fetched {
-        Ok(x) => x,
+    let (total, rows) = match state.pages.store.ledger(offset, LEDGER_PAGE_SIZE).await {
+        Ok(listed) => (listed.total, listed.rows),
         Err(e) => return internal_error(&state, &req, e),
     };
     let context = LedgerContext {
@@ -196,14 +189,11 @@ pub async fn raw(
     }
 }
 
-async fn find(state: &AppState, slug: String) -> Result<Option<pages::Page>, db::DbError> {
+async fn find(state: &AppState, slug: String) -> Result<Option<Page>, PageStoreError> {
     if PageSlug::parse(&slug).is_err() {
         return Ok(None);
     }
-    db::with_conn(&state.pages.pool, move |c| {
-        pages::candidate_by_slug(c, &slug)
-    })
-    .await
+    state.pages.store.page(&slug).await
 }
 
 fn page_not_found(state: &AppState, req: &HttpRequest) -> HttpResponse {
@@ -215,7 +205,7 @@ fn page_not_found(state: &AppState, req: &HttpRequest) -> HttpResponse {
     )
 }
 
-fn internal_error(state: &AppState, req: &HttpRequest, e: db::DbError) -> HttpResponse {
+fn internal_error(state: &AppState, req: &HttpRequest, e: PageStoreError) -> HttpResponse {
     tracing::error!(error = %e, "database error");
     error_page(
         state,

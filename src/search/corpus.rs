@@ -11,11 +11,10 @@
 
 use std::sync::{Arc, RwLock};
 
-use deadpool_sqlite::Pool;
 use prometheus::IntCounter;
 use sha2::{Digest, Sha256};
 
-use crate::db::{self, pages, pages::Candidate, DbError};
+use crate::page_store::{Candidate, PageStore, PageStoreError};
 use crate::search::rank::RankIndex;
 
 /// The corpus fingerprint: the sum, modulo 2²⁵⁶, of SHA-256(id ‖ version) over the
@@ -175,10 +174,6 @@ impl Snapshot {
     }
 }
 
-/// Longest wait of the dedicated generation reader for a lock (only a checkpoint
-/// or recovery can make a WAL reader wait) before the pool is asked instead.
-const GENERATION_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(20);
-
 /// The other half of a left-right pair of indexes: the snapshot published before
 /// the current one, and the changes it lacks. Once no search holds it any more its
 /// index is brought up to date in place and becomes the next snapshot's, so a write
@@ -208,12 +203,8 @@ impl Spare {
 
 /// The current snapshot and how to refresh it.
 pub struct Corpus {
-    pool: Pool,
-    /// A read connection of its own for the one-row generation read every budgeted
-    /// search makes, done on the calling thread: under WAL a reader never waits
-    /// for a writer, and a pool round trip (a blocking-thread hop) cost more than
-    /// the read. `None` when it could not be opened; then the pool is used.
-    generation_conn: Option<std::sync::Mutex<rusqlite::Connection>>,
+    /// Where the candidates, the generation and the change log are read.
+    store: PageStore,
     current: RwLock<Arc<Snapshot>>,
     /// Held while the snapshot is rebuilt or updated; guards the spare index.
     rebuild: tokio::sync::Mutex<Spare>,
@@ -222,16 +213,11 @@ pub struct Corpus {
 }
 
 impl Corpus {
-    /// An empty snapshot (generation -1) over `pool`, whose database is at `path`;
-    /// `fetches` counts the candidate fetches of searches.
-    pub fn new(pool: Pool, path: &std::path::Path, fetches: IntCounter) -> Self {
-        let generation_conn = db::open_reader(path, GENERATION_READ_TIMEOUT)
-            .map_err(|e| tracing::warn!(error = %e, "no dedicated generation reader"))
-            .ok()
-            .map(std::sync::Mutex::new);
+    /// An empty snapshot (generation -1) of the pages in `store`; `fetches` counts
+    /// the candidate fetches of searches.
+    pub fn new(store: PageStore, fetches: IntCounter) -> Self {
         Self {
-            pool,
-            generation_conn,
+            store,
             current: RwLock::new(Arc::new(Snapshot::build(-1, Vec::new()))),
             rebuild: tokio::sync::Mutex::new(Spare::default()),
             fetches,
@@ -239,36 +225,21 @@ impl Corpus {
     }
 
     /// Builds the snapshot ahead of the first search; not counted as a fetch.
-    pub async fn warm(&self) -> Result<Arc<Snapshot>, DbError> {
+    pub async fn warm(&self) -> Result<Arc<Snapshot>, PageStoreError> {
         self.refresh().await
     }
 
     /// The snapshot a fresh fetch would give now: the generation read now, plus a
     /// reload only when it moved.
     ///
-    /// Errors: the database could not be read.
-    pub async fn current(&self) -> Result<Arc<Snapshot>, DbError> {
+    /// Errors: the page store could not be read.
+    pub async fn current(&self) -> Result<Arc<Snapshot>, PageStoreError> {
         self.fetches.inc();
         self.refresh().await
     }
 
-    /// The corpus generation now: on the dedicated reader when it answers, else
-    /// through the pool.
-    async fn generation(&self) -> Result<i64, DbError> {
-        if let Some(conn) = &self.generation_conn {
-            let read = conn
-                .lock()
-                .map_err(|_| ())
-                .and_then(|c| pages::generation(&c).map_err(|_| ()));
-            if let Ok(generation) = read {
-                return Ok(generation);
-            }
-        }
-        db::with_conn(&self.pool, |c| pages::generation(c)).await
-    }
-
-    async fn refresh(&self) -> Result<Arc<Snapshot>, DbError> {
-        let generation = self.generation().await?;
+    async fn refresh(&self) -> Result<Arc<Snapshot>, PageStoreError> {
+        let generation = self.store.generation().await?;
         if let Some(s) = self.at_least(generation) {
             return Ok(s);
         }
@@ -280,7 +251,7 @@ impl Corpus {
         let base = self.peek();
         let since = base.generation;
         let changed = if since >= 0 {
-            db::with_conn(&self.pool, move |c| pages::changes_since(c, since)).await?
+            self.store.changes_since(since).await?
         } else {
             None
         };
@@ -298,7 +269,7 @@ impl Corpus {
                     (next, spare)
                 })
                 .await
-                .map_err(|e| DbError::Pool(format!("applying corpus changes: {e}")))?;
+                .map_err(|e| PageStoreError::Failed(format!("applying corpus changes: {e}")))?;
                 *guard = spare;
                 tracing::debug!(
                     generation,
@@ -310,11 +281,13 @@ impl Corpus {
             }
             None => {
                 *guard = Spare::default();
-                let snapshot = db::with_conn(&self.pool, |c| {
-                    let (generation, list) = pages::candidates(c)?;
-                    Ok(Arc::new(Snapshot::build(generation, list)))
+                let (generation, list) = self.store.candidates().await?;
+                // CPU work (the index of every title): off the async worker.
+                let snapshot = tokio::task::spawn_blocking(move || {
+                    Arc::new(Snapshot::build(generation, list))
                 })
-                .await?;
+                .await
+                .map_err(|e| PageStoreError::Failed(format!("building the snapshot: {e}")))?;
                 tracing::info!(
                     generation = snapshot.generation,
                     candidates = snapshot.len(),

@@ -591,7 +591,7 @@ impl Drop for TestApp {
         // Drop pooled connections while the runtime still runs: deadpool hands each
         // one to `spawn_blocking` on drop, which panics once the runtime shuts down
         // (and the server task is only dropped then).
-        self.state.pages.pool.close();
+        self.state.pages.store.close();
     }
 }
 

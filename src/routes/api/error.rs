@@ -6,8 +6,8 @@
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 
-use crate::db::DbError;
 use crate::domain::PageFieldError;
+use crate::page_store::PageStoreError;
 use crate::pin::PinError;
 
 /// Why an API request failed. `Display` is the `detail` sent to the client, so it
@@ -289,19 +289,21 @@ impl From<PinError> for ApiError {
     }
 }
 
-impl From<DbError> for ApiError {
+impl From<PageStoreError> for ApiError {
     /// A busy database (another writer held the lock past the busy timeout) or one
-    /// that cannot be written now (read-only, I/O error) is a 503 to retry, never a
-    /// 500; anything else is internal.
-    fn from(e: DbError) -> Self {
-        if e.is_busy() {
-            tracing::warn!(error = %e, "database busy: answered 503");
-            ApiError::DatabaseBusy
-        } else if e.is_storage_fault() {
-            tracing::error!(error = %e, "database cannot be written: answered 503");
-            ApiError::StorageUnavailable
-        } else {
-            ApiError::Internal(e.into())
+    /// that cannot be written now (read-only, gone, I/O error) is a 503 to retry,
+    /// never a 500; anything else is internal.
+    fn from(e: PageStoreError) -> Self {
+        match e {
+            PageStoreError::Busy(_) => {
+                tracing::warn!(error = %e, "database busy: answered 503");
+                ApiError::DatabaseBusy
+            }
+            PageStoreError::Unavailable(_) => {
+                tracing::error!(error = %e, "database cannot be written: answered 503");
+                ApiError::StorageUnavailable
+            }
+            PageStoreError::Failed(_) => ApiError::Internal(e.into()),
         }
     }
 }

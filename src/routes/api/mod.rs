@@ -3,8 +3,8 @@
 //! change a page need its PIN ([`pin_check`]); [`openapi`] describes it all.
 //!
 //! The handlers only translate HTTP: what a valid page is lives in
-//! [`crate::domain`], and how slugs and versions move in [`crate::db::pages`], which
-//! `import` uses too.
+//! [`crate::domain`], and how slugs and versions move behind the page store
+//! ([`crate::page_store`]), which `import` uses too.
 
 pub mod body;
 pub mod error;
@@ -16,8 +16,8 @@ pub mod types;
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::db::{self, pages};
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle};
+use crate::page_store::{CreateRefused, StateChange};
 use crate::pin;
 use crate::state::AppState;
 use error::{ApiError, Problem};
@@ -79,31 +79,6 @@ async fn wrong_method(allow: &'static str) -> Result<HttpResponse, ApiError> {
     Err(ApiError::MethodNotAllowed { allow })
 }
 
-/// Runs `f` in a write transaction ([`db::with_write`]) only while the database
-/// file at the configured path is the one the server has open and is writable, and
-/// checks again after the commit: a write into a deleted or replaced file would be
-/// lost at the next start, so it is never acknowledged.
-///
-/// Errors: [`ApiError::StorageUnavailable`] when the file is gone, replaced or not
-/// writable (before: nothing was written; after: the write went to the old file);
-/// else as `From<DbError>`.
-pub(crate) async fn write<T, F>(state: &AppState, f: F) -> Result<T, ApiError>
-where
-    F: FnOnce(&rusqlite::Transaction<'_>) -> Result<T, rusqlite::Error> + Send + 'static,
-    T: Send + 'static,
-{
-    let check = || {
-        state.pages.storage.check().map_err(|fault| {
-            tracing::error!(%fault, "refusing a write: the database file cannot keep it");
-            ApiError::StorageUnavailable
-        })
-    };
-    check()?;
-    let out = db::with_write(&state.pages.pool, f).await?;
-    check()?;
-    Ok(out)
-}
-
 /// Where people read the page: an absolute URL on the host the client asked, or the
 /// one a trusted proxy forwarded ([`crate::routes::origin`]).
 fn page_url(state: &AppState, req: &HttpRequest, slug: &str) -> String {
@@ -161,11 +136,12 @@ pub async fn create(
         None => None,
     };
     let now = state.clock.now();
-    let created = write(&state, move |tx| {
-        pages::create(tx, &page, pin_hash.as_deref(), now)
-    })
-    .await?
-    .map_err(|pages::CreateRefused::SlugTaken(slug)| ApiError::Conflict(slug.to_string()))?;
+    let created = state
+        .pages
+        .store
+        .create(page, pin_hash, now)
+        .await?
+        .map_err(|CreateRefused::SlugTaken(slug)| ApiError::Conflict(slug.to_string()))?;
     let slug = created.slug.to_string();
     Ok(spent.headers(
         HttpResponse::Created()
@@ -204,14 +180,10 @@ pub async fn list(
     )?;
     let page = whole_number("page", query.page.as_deref(), 1, openapi::MAX_PAGE)?;
     let offset = (page - 1) * per_page;
-    let (total, rows) = db::with_conn(&state.pages.pool, move |c| {
-        Ok((
-            pages::count_candidates(c)?,
-            pages::ledger(c, offset, per_page)?,
-        ))
-    })
-    .await?;
-    let pages = rows
+    let listed = state.pages.store.ledger(offset, per_page).await?;
+    let total = listed.total;
+    let pages = listed
+        .rows
         .into_iter()
         .map(|p| PageListItem {
             url: page_url(&state, &req, &p.slug),
@@ -261,12 +233,12 @@ pub async fn get(
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let slug = path_slug(&slug)?;
-    let wanted = slug.to_string();
-    let page = db::with_conn(&state.pages.pool, move |c| {
-        pages::candidate_by_slug(c, &wanted)
-    })
-    .await?
-    .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
+    let page = state
+        .pages
+        .store
+        .page(slug.as_str())
+        .await?
+        .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
     Ok(HttpResponse::Ok().json(PageView {
         url: page_url(&state, &req, &page.slug),
         slug: page.slug,
@@ -321,10 +293,7 @@ pub async fn update(
     let spent = publish_budget::spend(&state, &req).await?;
     let id = pin_check::authorize(&state, &req, &slug).await?;
     let now = state.clock.now();
-    let version = write(&state, move |tx| {
-        pages::update(tx, id, title.as_ref(), body.as_ref(), now)
-    })
-    .await?;
+    let version = state.pages.store.update(id, title, body, now).await?;
     Ok(spent.headers(HttpResponse::Ok().json(Updated {
         slug: slug.to_string(),
         version,
@@ -357,7 +326,7 @@ pub async fn archive(
     req: HttpRequest,
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    change_state(&state, &req, &slug, pages::archive).await
+    change_state(&state, &req, &slug, StateChange::Archive).await
 }
 
 /// Claim a page: it leaves the ledger, search and `/p/{slug}` at once.
@@ -386,20 +355,20 @@ pub async fn claim(
     req: HttpRequest,
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    change_state(&state, &req, &slug, pages::claim).await
+    change_state(&state, &req, &slug, StateChange::Claim).await
 }
 
 async fn change_state(
     state: &AppState,
     req: &HttpRequest,
     slug: &str,
-    change: fn(&rusqlite::Transaction<'_>, i64, i64) -> rusqlite::Result<pages::PageState>,
+    change: StateChange,
 ) -> Result<HttpResponse, ApiError> {
     let slug = path_slug(slug)?;
     let spent = publish_budget::spend(state, req).await?;
     let id = pin_check::authorize(state, req, &slug).await?;
     let now = state.clock.now();
-    let after = write(state, move |tx| change(tx, id, now)).await?;
+    let after = state.pages.store.change_state(id, change, now).await?;
     Ok(spent.headers(HttpResponse::Ok().json(StateChanged {
         slug: after.slug,
         version: after.version,

@@ -5,7 +5,6 @@ use actix_web::HttpRequest;
 
 use super::error::ApiError;
 use crate::budget::store::CountMode;
-use crate::db::{self, pages};
 use crate::domain::PageSlug;
 use crate::pin;
 use crate::state::AppState;
@@ -58,8 +57,10 @@ pub async fn authorize(
         });
     }
 
-    let wanted = slug.as_str().to_owned();
-    let page = db::with_conn(&state.pages.pool, move |c| pages::pin_hash(c, &wanted))
+    let page = state
+        .pages
+        .store
+        .pin_record(slug.as_str())
         .await?
         .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
     let given = req.headers().get(PIN_HEADER);

@@ -21,7 +21,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::budget::error::StoreError;
 use crate::budget::Decision;
-use crate::db::pages::Candidate;
+use crate::page_store::Candidate;
 use crate::search::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
 use crate::search::corpus::Snapshot;
 use crate::search::query::{Gate1, SearchQuery};
