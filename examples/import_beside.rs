@@ -37,10 +37,11 @@ struct Args {
     #[arg(long)]
     corpus: PathBuf,
     /// Searches in flight at once.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 4)]
     concurrency: usize,
-    /// Publishes a second through the API while the import runs.
-    #[arg(long, default_value_t = 10.0)]
+    /// Publishes a second through the API while the import runs (each one moves
+    /// the corpus, so the next searches of each query are misses again).
+    #[arg(long, default_value_t = 2.0)]
     publish_rate: f64,
 }
 
@@ -60,15 +61,18 @@ const QUERIES: [&str; 8] = [
     "fonts",
 ];
 
-fn classify(r: &reqwest::Response) -> String {
-    let status = r.status().as_u16();
-    let cache = r
-        .headers()
-        .get("x-search-cache")
-        .and_then(|v| v.to_str().ok());
+/// `search-200-hit` (by `X-Search-Cache`), or the status and the last part of the
+/// problem type (`search-503-budget-unavailable`).
+fn classify(status: u16, cache: Option<&str>, body: &[u8]) -> String {
     match (status, cache) {
         (200, Some(c)) => format!("search-200-{c}"),
-        (s, _) => format!("search-{s}"),
+        (s, _) => {
+            let kind = serde_json::from_slice::<serde_json::Value>(body)
+                .ok()
+                .and_then(|p| p["type"].as_str().map(|t| t.replace("/problems/", "")))
+                .unwrap_or_default();
+            format!("search-{s}-{kind}")
+        }
     }
 }
 
@@ -112,6 +116,7 @@ async fn main() {
                 let n = next.fetch_add(1, Ordering::Relaxed);
                 let request = client
                     .get(format!("{url}/search"))
+                    .header("Accept", "application/json")
                     .query(&[("q", QUERIES[n % QUERIES.len()])])
                     .header(
                         "X-Forwarded-For",
@@ -120,9 +125,14 @@ async fn main() {
                 let t = Instant::now();
                 let class = match request.send().await {
                     Ok(r) => {
-                        let class = classify(&r);
-                        let _ = r.bytes().await;
-                        class
+                        let status = r.status().as_u16();
+                        let cache = r
+                            .headers()
+                            .get("x-search-cache")
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned);
+                        let body = r.bytes().await.unwrap_or_default();
+                        classify(status, cache.as_deref(), &body)
                     }
                     Err(_) => "search-error".into(),
                 };

@@ -16,8 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=${1:?usage: scripts/import-beside.sh CORPUS.jsonl [demo|small]}
 mode=${2:-demo}
-bin=target/release/agent-pages
-probe=target/release/examples/import_beside
+# BIN and PROBE choose other builds (e.g. of main, for a reference run).
+bin=${BIN:-target/release/agent-pages}
+probe=${PROBE:-target/release/examples/import_beside}
 for f in "$bin" "$probe"; do
   [ -x "$f" ] || { echo "$f is missing: cargo build --release --bins --examples" >&2; exit 1; }
 done
