@@ -1,8 +1,9 @@
 //! Searches and publishes against a running server while `agent-pages import` writes
 //! a large corpus into the same database from another process (issue 20 item 5:
 //! budget writes must never queue behind page writes). Reports the latency of the
-//! requests that were sent while the import ran, split by outcome, and every
-//! answer that was not a 200/201. Never run in CI; `scripts/import-beside.sh` runs
+//! requests that were sent while the import ran and for `--tail-secs` after it
+//! (when its changes reach the snapshot), split by outcome, and every answer that
+//! was not a 200/201. Never run in CI; `scripts/import-beside.sh` runs
 //! it against a release build.
 //!
 //! ```sh
@@ -39,6 +40,10 @@ struct Args {
     /// Searches in flight at once.
     #[arg(long, default_value_t = 4)]
     concurrency: usize,
+    /// Seconds to go on measuring after the import exits, so that the searches
+    /// that apply its changes to the snapshot are counted too.
+    #[arg(long, default_value_t = 3.0)]
+    tail_secs: f64,
     /// Publishes a second through the API while the import runs (each one moves
     /// the corpus, so the next searches of each query are misses again).
     #[arg(long, default_value_t = 2.0)]
@@ -205,6 +210,7 @@ async fn main() {
         .await
         .expect("running the import");
     let took = started.elapsed();
+    tokio::time::sleep(Duration::from_secs_f64(args.tail_secs)).await;
     running.store(false, Ordering::Relaxed);
     for t in tasks {
         t.await.unwrap();
@@ -241,8 +247,9 @@ async fn main() {
     searches.sort();
     if !searches.is_empty() {
         println!(
-            "all searches: {} sent while the import ran, p99 {:.2} ms, max {:.2} ms",
+            "all searches: {} sent while the import ran (and {:.0} s after), p99 {:.2} ms, max {:.2} ms",
             searches.len(),
+            args.tail_secs,
             percentile(&searches, 0.99),
             percentile(&searches, 1.0)
         );
