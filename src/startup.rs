@@ -100,19 +100,25 @@ impl Application {
             }
         }
 
-        let budget_store = match &settings.redis {
+        let (budget_store, budget_storage) = match &settings.redis {
             None => {
                 // The counters' own file: a page write never holds its lock.
                 let budget = db::open_budget(&settings.budget_database)
                     .with_context(|| format!("opening {}", settings.budget_database.display()))?;
+                let storage = Arc::new(
+                    db::storage::Storage::capture(&settings.budget_database).with_context(
+                        || format!("reading {}", settings.budget_database.display()),
+                    )?,
+                );
                 // The RateLimiter blocks on SQLite: it gets an arbiter (thread) of
                 // its own.
-                let rate_limiter =
-                    RateLimiter::new(budget).context("setting the budget connection")?;
-                BudgetStore::sqlite(RateLimiter::start_in_arbiter(
+                let rate_limiter = RateLimiter::new(budget, storage.clone())
+                    .context("setting the budget connection")?;
+                let store = BudgetStore::sqlite(RateLimiter::start_in_arbiter(
                     &actix::Arbiter::new().handle(),
                     |_| rate_limiter,
-                ))
+                ));
+                (store, Some(storage))
             }
             Some(redis) => {
                 let counters = RedisCounters::connect_lazily(redis)
@@ -122,7 +128,7 @@ impl Application {
                     timeout_ms = redis.call_timeout.as_millis() as u64,
                     "budget counters in Redis (connected on first use)"
                 );
-                BudgetStore::redis(counters)
+                (BudgetStore::redis(counters), None)
             }
         };
         let metrics = Arc::new(Metrics::new(&routes::search::outcome::labels(
@@ -173,6 +179,7 @@ impl Application {
             },
             budgets: Budgets {
                 store: budget_store.clone(),
+                storage: budget_storage,
                 search: search_budget,
                 publish: publish_budget,
                 pin_failures: pin_failure_budget,

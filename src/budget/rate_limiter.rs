@@ -28,7 +28,8 @@ use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use super::{sqlite, BucketKeys, Budget, Decision};
-use crate::db::DbError;
+use crate::db::storage::Storage;
+use crate::db::{DbError, Fault};
 
 /// How long a budget transaction waits for another writer's lock before the
 /// request is answered 503 `budget-unavailable`. Only another process's
@@ -62,8 +63,9 @@ impl Message for Spend {
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("budget transaction failed: {cause}")]
 pub struct SpendFailed {
-    /// Another writer held the lock past [`BUSY_TIMEOUT`]: worth a retry.
-    pub busy: bool,
+    /// Its class: not a bug (a lock held past [`BUSY_TIMEOUT`], a full disk, I/O)
+    /// means the store cannot answer now, worth a retry.
+    pub fault: Fault,
     /// The SQLite error, for logs.
     pub cause: String,
 }
@@ -112,19 +114,24 @@ impl Message for Flush {
 /// The actor; see the module docs.
 pub struct RateLimiter {
     conn: Connection,
+    /// The budget database's files: checked before every transaction, so a WAL
+    /// index that became unsafe to touch is an error, never `SIGBUS`.
+    storage: Arc<Storage>,
     pending: Vec<(Spend, oneshot::Sender<Spent>)>,
     flush_queued: bool,
 }
 
 impl RateLimiter {
     /// Takes the write connection of the (migrated) budget database
-    /// ([`crate::db::open_budget`]) and sets its [`BUSY_TIMEOUT`].
+    /// ([`crate::db::open_budget`]) and its files as captured (`storage`), and sets
+    /// its [`BUSY_TIMEOUT`].
     ///
     /// Errors: SQLite refused the setting.
-    pub fn new(conn: Connection) -> rusqlite::Result<Self> {
+    pub fn new(conn: Connection, storage: Arc<Storage>) -> rusqlite::Result<Self> {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         Ok(Self {
             conn,
+            storage,
             pending: Vec::new(),
             flush_queued: false,
         })
@@ -134,7 +141,8 @@ impl RateLimiter {
     fn decide(
         &mut self,
         batch: &[(Spend, oneshot::Sender<Spent>)],
-    ) -> rusqlite::Result<Vec<Decision>> {
+    ) -> Result<Vec<Decision>, DbError> {
+        self.storage.check_mapped()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -189,9 +197,8 @@ impl Handler<Flush> for RateLimiter {
                 }
             }
             Err(e) => {
-                let e = DbError::from(e);
                 let failed = SpendFailed {
-                    busy: e.is_busy(),
+                    fault: e.fault(),
                     cause: e.to_string(),
                 };
                 for (_, answer) in batch {
@@ -206,6 +213,7 @@ impl Handler<Counts> for RateLimiter {
     type Result = Result<Vec<i64>, DbError>;
 
     fn handle(&mut self, msg: Counts, _: &mut Self::Context) -> Self::Result {
+        self.storage.check_mapped()?;
         match msg.mode {
             CountMode::Peek => Ok(sqlite::peek(&self.conn, &msg.budget, &msg.keys, msg.now)?),
             CountMode::Record => {
@@ -224,6 +232,7 @@ impl Handler<Sweep> for RateLimiter {
     type Result = Result<usize, DbError>;
 
     fn handle(&mut self, msg: Sweep, _: &mut Self::Context) -> Self::Result {
+        self.storage.check_mapped()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;

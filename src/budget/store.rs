@@ -160,7 +160,9 @@ impl BudgetStore {
                     .await?;
                 match answer.await {
                     Ok(Ok(decision)) => Ok(decision),
-                    Ok(Err(failed)) if failed.busy => Err(StoreError::Unavailable(failed.cause)),
+                    Ok(Err(failed)) if !failed.fault.is_bug() => {
+                        Err(StoreError::Unavailable(failed.cause))
+                    }
                     Ok(Err(failed)) => Err(StoreError::Batch(failed)),
                     Err(_) => Err(StoreError::Mailbox(actix::MailboxError::Closed)),
                 }
@@ -199,10 +201,17 @@ impl BudgetStore {
         self.observe(result)
     }
 
-    /// Does the store answer now? A read that changes nothing (for `/readyz`).
+    /// Does the store answer now (for `/readyz`)? With SQLite a write, as every
+    /// budgeted request needs one (a read still answers on a full disk): one more
+    /// count on a probe key in the window of 1970, which the next sweep deletes.
+    /// With Redis a read that changes nothing.
     pub async fn ping(&self) -> Result<(), StoreError> {
         let probe = Arc::new(Budget::pin_failures(1));
-        self.counts(&probe, BucketKeys(vec!["0".repeat(64)]), 0, CountMode::Peek)
+        let mode = match self.backend {
+            Backend::Sqlite(_) => CountMode::Record,
+            Backend::Redis(_) => CountMode::Peek,
+        };
+        self.counts(&probe, BucketKeys(vec!["0".repeat(64)]), 0, mode)
             .await
             .map(drop)
     }

@@ -19,9 +19,9 @@ use std::time::Instant;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::budget::error::StoreError;
 use crate::budget::Decision;
 use crate::page_store::Candidate;
+use crate::routes::faults::{self, StorageAnswer, Store};
 use crate::search::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
 use crate::search::corpus::Snapshot;
 use crate::search::query::{Gate1, SearchQuery};
@@ -87,12 +87,14 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         .await
     {
         Ok(spent) => spent,
-        // The store logs the incident once (down, and up again); the search event
+        // The store logs an outage once (down, and up again); the search event
         // records this request's outcome.
-        Err(StoreError::Unavailable(_)) => return Outcome::BudgetUnavailable { display },
         Err(e) => {
-            tracing::error!(error = %e, "budget transaction failed");
-            return Outcome::Failed { display };
+            let answer = faults::answer(Store::Budget, e.fault());
+            if answer == StorageAnswer::Internal {
+                tracing::error!(error = %e, "budget transaction failed");
+            }
+            return Outcome::of_fault(answer, display);
         }
     };
     trace.decision = Some(decision.clone());
@@ -113,8 +115,13 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     let snapshot = match state.search.corpus.current().await {
         Ok(s) => s,
         Err(e) => {
-            tracing::error!(error = %e, "candidate fetch failed");
-            return Outcome::Failed { display };
+            let answer = faults::answer(Store::Pages, e.fault());
+            if answer == StorageAnswer::Internal {
+                tracing::error!(error = %e, "candidate fetch failed");
+            } else {
+                tracing::warn!(error = %e, "candidate fetch: page store unavailable");
+            }
+            return Outcome::of_fault(answer, display);
         }
     };
     let key = CacheKey {
