@@ -175,7 +175,8 @@ impl SqlitePages {
 
     /// Readiness of the database: the file is the one open and writable, its
     /// filesystem has [`MIN_FREE_BYTES`] free, and when the last write failed for
-    /// the storage's sake, a write (that changes nothing) is kept now.
+    /// the storage's sake (or readiness found the disk full), a write that changes
+    /// nothing is kept now.
     async fn ready(&self) -> Result<(), String> {
         self.storage.check().map_err(|fault| {
             tracing::error!(%fault, "readiness: database file");
@@ -184,6 +185,11 @@ impl SqlitePages {
         match self.storage.free_bytes() {
             Ok(free) if free < MIN_FREE_BYTES => {
                 tracing::error!(free, "readiness: the database's filesystem is full");
+                // Writes may have left the WAL long (its checkpoint could not grow
+                // the database file): once space is back, the probe below and the
+                // checkpoint after it run as after a failed write.
+                *self.write_fault.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some("full".to_owned());
                 return Err("the database's disk is full".to_owned());
             }
             Ok(_) => {}

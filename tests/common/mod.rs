@@ -161,7 +161,24 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
 /// follow the test's manual clock (not the server's), and a call may take 5 s before
 /// it counts as unavailable, so a loaded test machine never turns into a 503.
 pub async fn spawn_app_on(store: Store, configure: impl FnOnce(&mut Settings)) -> TestApp {
-    let dir = tempfile::tempdir().unwrap();
+    spawn_app_at(tempfile::tempdir().unwrap(), store, configure).await
+}
+
+/// [`spawn_app_with`] with its databases under `folder` (a [`support::Tmpfs`], say)
+/// instead of a fresh temp folder.
+pub async fn spawn_app_in(
+    folder: &std::path::Path,
+    configure: impl FnOnce(&mut Settings),
+) -> TestApp {
+    let dir = tempfile::tempdir_in(folder).unwrap();
+    spawn_app_at(dir, Store::Sqlite, configure).await
+}
+
+async fn spawn_app_at(
+    dir: tempfile::TempDir,
+    store: Store,
+    configure: impl FnOnce(&mut Settings),
+) -> TestApp {
     let db_path = dir.path().join("nested").join("agent-pages.sqlite3");
     {
         let mut conn = agent_pages::db::open_migrated(&db_path).unwrap();
