@@ -110,7 +110,7 @@ async fn a_full_disk_is_answered_503_and_writes_are_kept_again_once_space_is_bac
     let refused = loop {
         let slug = format!("big-{}", kept.len());
         let r = app
-            .create(json!({"slug": slug, "title": format!("Big page {slug}"), "body": body}))
+            .create(json!({"slug": slug, "title": format!("Big page {slug}"), "body": body, "pin": PIN}))
             .await;
         if r.status != 201 {
             break r;
