@@ -114,6 +114,15 @@ fn migrate_creates_the_database_and_its_folders_and_runs_once() {
     // One row per migration file, in each database's own record.
     assert_eq!(recorded("pages.sqlite3"), files("migrations"));
     assert_eq!(recorded("pages.budget.sqlite3"), files("migrations/budget"));
+    // The budget file goes where AGENT_PAGES_BUDGET_DATABASE says.
+    let elsewhere = dir.path().join("counters").join("budget.sqlite3");
+    let out = agent_pages(dir.path())
+        .arg("migrate")
+        .env("AGENT_PAGES_BUDGET_DATABASE", &elsewhere)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(elsewhere.exists());
 }
 
 #[test]

@@ -4,10 +4,11 @@
 //! - database files made immutable under a running server (`chattr +i`) are
 //!   answered 503 and never kill it (SQLite maps the `-shm` WAL index with `mmap`;
 //!   a write fault on an immutable file's page is `SIGBUS`);
-//! - a write acknowledged after another process (`agent-pages migrate`) opened and
-//!   closed the database is kept (closing a descriptor of a database file drops
-//!   the POSIX locks SQLite holds on it: the other process then deleted the WAL the
-//!   server still wrote into).
+//! - a write acknowledged after another process (the `sqlite3` shell, as an operator
+//!   reading the database or taking a `.backup`) opened and closed the database is
+//!   kept (closing a descriptor of a database file drops the POSIX locks SQLite
+//!   holds on it: the other process then found itself alone, checkpointed and
+//!   deleted the WAL the server still wrote into).
 //!
 //! `chattr` needs root and a filesystem with the immutable attribute (ext4, xfs,
 //! btrfs, tmpfs): the test says so and passes without them.
@@ -15,6 +16,9 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+#[path = "support/mod.rs"]
+mod support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agent-pages");
 
@@ -186,14 +190,16 @@ fn beside(db: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-#[test]
-fn immutable_database_files_are_answered_503_and_never_end_the_server() {
+/// With `files(db)` made immutable under a running server: every search, write
+/// and page read is 503 `storage-unavailable`, readiness fails, liveness holds, the
+/// process lives; made writable again, everything answers again.
+fn immutable_files_are_answered_503(files: fn(&Path) -> Vec<PathBuf>) {
     let (_dir, db) = database();
     let mut server = Server::start(&db);
     let http = Http::new();
     assert_eq!(http.publish(&server, "Kubernetes guide").status, 201);
     assert_eq!(http.search(&server, "kubernetes").status, 200);
-    let files: Vec<PathBuf> = vec![db.clone(), beside(&db, "-wal"), beside(&db, "-shm")];
+    let files = files(&db);
     assert!(files.iter().all(|f| f.exists()), "{files:?}");
     let immutable = match Immutable::set(files) {
         Ok(guard) => guard,
@@ -238,15 +244,35 @@ fn immutable_database_files_are_answered_503_and_never_end_the_server() {
 }
 
 #[test]
+fn an_immutable_wal_index_is_answered_503_and_never_ends_the_server() {
+    // Before: the next search died of SIGBUS (exit 135).
+    immutable_files_are_answered_503(|db| vec![beside(db, "-shm")]);
+}
+
+#[test]
+fn immutable_database_files_are_answered_503_and_never_end_the_server() {
+    immutable_files_are_answered_503(|db| {
+        vec![db.to_owned(), beside(db, "-wal"), beside(db, "-shm")]
+    });
+}
+
+#[test]
 fn a_write_acknowledged_after_another_process_closed_the_database_is_kept() {
     let (_dir, db) = database();
     let server = Server::start(&db);
     let http = Http::new();
     assert_eq!(http.publish(&server, "Written first").status, 201);
-    // Another process opens and closes the database (its last connection closes
-    // with a checkpoint, and deletes the WAL when no other process holds a lock).
-    let out = agent_pages(&db).arg("migrate").output().unwrap();
+    // Another process reads the database and closes it: its last connection
+    // closes with a checkpoint, and deletes the WAL when no other process holds a
+    // lock on the database file.
+    let sqlite3 = support::require_program("sqlite3", "SQLITE3", "sqlite3");
+    let out = Command::new(sqlite3)
+        .arg(&db)
+        .arg("SELECT COUNT(*) FROM pages")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
     assert_eq!(http.publish(&server, "Written second").status, 201);
     drop(server); // SIGKILL: nothing more is written
     let titles: Vec<String> = rusqlite::Connection::open(&db)
