@@ -1,4 +1,5 @@
-//! The command line: `serve`, `import FILE`, `migrate` (clap, `--help` on each).
+//! The command line: `serve`, `import FILE`, `migrate`, `mcp --url URL` (clap,
+//! `--help` on each).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,6 +45,13 @@ enum Command {
         #[command(flatten)]
         budget_db: BudgetDatabaseArgs,
     },
+    /// Serve MCP on stdin/stdout, relaying every tool call to a running service's
+    /// `/mcp` (for agents that launch their tools as local processes).
+    Mcp {
+        /// The service's MCP endpoint, e.g. `https://pages.example/mcp`.
+        #[arg(long, env = "AGENT_PAGES_MCP_URL")]
+        url: String,
+    },
 }
 
 /// Parses the command line, runs the command, and maps failure to an exit code:
@@ -64,6 +72,7 @@ pub fn main() -> ExitCode {
         },
         Command::Import { file, db } => run_import(&file, &db),
         Command::Migrate { db, budget_db } => migrate(&db, &budget_db),
+        Command::Mcp { url } => crate::mcp::bridge::run(&url),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,7 +6,9 @@
 //! its WAL are writable, its WAL index is safe to touch, its disk has room, and
 //! the last write that failed for the storage's sake has been followed by one that
 //! was kept), the candidate snapshot is built, and the budget store takes a write
-//! (SQLite: its files pass the same checks); else 503 naming what failed.
+//! (what every budgeted request needs: a Redis replica answers reads, so a read
+//! would call it ready; SQLite: its files pass the same checks as the pages');
+//! else 503 naming what failed.
 
 use std::time::Duration;
 
@@ -37,7 +39,8 @@ pub struct Readiness {
 }
 
 /// Readiness: 200 when the database file is the one open and writable, the search
-/// snapshot is built and the budget store answers; else 503. JSON either way.
+/// snapshot is built and the budget store takes a write
+/// ([`crate::budget::store::BudgetStore::check_ready`]); else 503. JSON either way.
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     // Answers say which check failed in a few words; the details go to the log.
     let database = match state.pages.store.check_ready().await {
@@ -91,14 +94,15 @@ fn budget_files(state: &AppState) -> Result<(), String> {
     }
 }
 
-/// Whether the budget store takes a write now ([`crate::budget::store::BudgetStore::ping`]).
+/// Whether the budget store takes a write now
+/// ([`crate::budget::store::BudgetStore::check_ready`]).
 async fn budget_store(state: &AppState) -> String {
-    let ping = state.budgets.store.ping();
-    match tokio::time::timeout(READY_CHECK_TIMEOUT, ping).await {
+    let write = state.budgets.store.check_ready(state.clock.now());
+    match tokio::time::timeout(READY_CHECK_TIMEOUT, write).await {
         Ok(Ok(())) => "ok".to_owned(),
         // The store logs an outage once when it starts and once when it ends; a
         // probe every few seconds must not log it again each time.
-        Ok(Err(StoreError::Unavailable(_))) => "the budget store does not answer".to_owned(),
+        Ok(Err(StoreError::Unavailable(_))) => "the budget store does not take a write".to_owned(),
         Ok(Err(e)) => {
             tracing::error!(error = %e, "readiness: budget store");
             "the budget store failed".to_owned()
