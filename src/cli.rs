@@ -120,8 +120,12 @@ fn run_import(file: &std::path::Path, args: &DatabaseArgs) -> anyhow::Result<()>
         store.close();
         anyhow::Ok(report?)
     })?;
+    let format = match report.format.to_string() {
+        f if f.is_empty() => f,
+        f => format!(" ({f})"),
+    };
     println!(
-        "imported {}: {} new, {} updated, {} unchanged, {} skipped",
+        "imported {}{format}: {} new, {} updated, {} unchanged, {} skipped",
         file.display(),
         report.inserted,
         report.updated,
