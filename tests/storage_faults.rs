@@ -11,7 +11,9 @@
 //!   deleted the WAL the server still wrote into).
 //!
 //! `chattr` needs root and a filesystem with the immutable attribute (ext4, xfs,
-//! btrfs, tmpfs): the test says so and passes without them.
+//! btrfs) under `CARGO_TARGET_TMPDIR`: without them the test prints `SKIPPED …`
+//! and why on the run's stderr and checks nothing; without `chattr` (e2fsprogs,
+//! which `.ci/run` installs) it fails.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -153,11 +155,12 @@ impl Immutable {
         if unsafe { libc::geteuid() } != 0 {
             return Err("chattr +i needs root (CI runs the tests as root)".into());
         }
-        let out = Command::new("chattr")
+        let chattr = support::require_program("chattr", "CHATTR", "e2fsprogs");
+        let out = Command::new(chattr)
             .arg("+i")
             .args(&files)
             .output()
-            .map_err(|e| format!("chattr is not installed (e2fsprogs): {e}"))?;
+            .unwrap();
         if !out.status.success() {
             return Err(format!(
                 "this filesystem has no immutable attribute: {}",
@@ -193,7 +196,7 @@ fn beside(db: &Path, suffix: &str) -> PathBuf {
 /// With `files(db)` made immutable under a running server: every search, write
 /// and page read is 503 `storage-unavailable`, readiness fails, liveness holds, the
 /// process lives; made writable again, everything answers again.
-fn immutable_files_are_answered_503(files: fn(&Path) -> Vec<PathBuf>) {
+fn immutable_files_are_answered_503(test: &str, files: fn(&Path) -> Vec<PathBuf>) {
     let (_dir, db) = database();
     let mut server = Server::start(&db);
     let http = Http::new();
@@ -204,7 +207,7 @@ fn immutable_files_are_answered_503(files: fn(&Path) -> Vec<PathBuf>) {
     let immutable = match Immutable::set(files) {
         Ok(guard) => guard,
         Err(why) => {
-            eprintln!("skipped: {why}");
+            support::skipped(test, &why);
             return;
         }
     };
@@ -246,12 +249,14 @@ fn immutable_files_are_answered_503(files: fn(&Path) -> Vec<PathBuf>) {
 #[test]
 fn an_immutable_wal_index_is_answered_503_and_never_ends_the_server() {
     // Before: the next search died of SIGBUS (exit 135).
-    immutable_files_are_answered_503(|db| vec![beside(db, "-shm")]);
+    immutable_files_are_answered_503("an_immutable_wal_index_is_answered_503", |db| {
+        vec![beside(db, "-shm")]
+    });
 }
 
 #[test]
 fn immutable_database_files_are_answered_503_and_never_end_the_server() {
-    immutable_files_are_answered_503(|db| {
+    immutable_files_are_answered_503("immutable_database_files_are_answered_503", |db| {
         vec![db.to_owned(), beside(db, "-wal"), beside(db, "-shm")]
     });
 }

@@ -60,11 +60,11 @@ async fn writes_are_refused_and_readiness_fails_once_the_data_folder_is_deleted(
 
 /// A tmpfs of `bytes` for a test of a full disk, or `None` (and a line saying
 /// why the test is skipped) when this user cannot mount one.
-fn small_disk(bytes: u64) -> Option<Tmpfs> {
+fn small_disk(test: &str, bytes: u64) -> Option<Tmpfs> {
     match Tmpfs::mount(bytes) {
         Ok(tmpfs) => Some(tmpfs),
         Err(why) => {
-            eprintln!("skipped: {why}");
+            crate::common::support::skipped(test, &why);
             None
         }
     }
@@ -95,7 +95,7 @@ fn assert_ok(conn: &rusqlite::Connection) {
 /// acknowledged lost and what the WAL held checkpointed.
 #[actix_web::test]
 async fn a_full_disk_is_answered_503_and_writes_are_kept_again_once_space_is_back() {
-    let Some(tmpfs) = small_disk(6 << 20) else {
+    let Some(tmpfs) = small_disk("a_full_disk_is_answered_503", 6 << 20) else {
         return;
     };
     let elsewhere = tempfile::tempdir().unwrap();
@@ -186,7 +186,7 @@ async fn a_full_disk_is_answered_503_and_writes_are_kept_again_once_space_is_bac
 /// `/readyz` fails; the space freed, both answer again.
 #[actix_web::test]
 async fn a_full_disk_under_the_budget_answers_503_budget_unavailable_never_500() {
-    let Some(tmpfs) = small_disk(6 << 20) else {
+    let Some(tmpfs) = small_disk("a_full_disk_under_the_budget_answers_503", 6 << 20) else {
         return;
     };
     let app = spawn_app_in(tmpfs.path(), |s| s.search_budget.set_limit("minute", 1000)).await;

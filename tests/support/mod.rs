@@ -549,3 +549,13 @@ impl Drop for Tmpfs {
             .status();
     }
 }
+
+/// Says on the test run's own stderr (past libtest's output capture, so it shows
+/// in a passing run's log, CI's included) that `test` checked nothing here and why.
+/// Only for what the machine cannot do (not root, no immutable attribute), never
+/// for a program that is merely not installed: that fails the test.
+pub fn skipped(test: &str, why: &str) {
+    use std::io::Write as _;
+    // `eprintln!` is captured for passing tests; a write to the stream is not.
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {why}");
+}
