@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use crate::clock::{Clock, SystemClock};
-use crate::configuration::{DatabaseArgs, ServeArgs, Settings};
+use crate::configuration::{BudgetDatabaseArgs, DatabaseArgs, ServeArgs, Settings};
 use crate::page_store::sqlite::SqlitePages;
 use crate::page_store::PageStore;
 use crate::startup::Application;
@@ -38,10 +38,12 @@ enum Command {
         #[command(flatten)]
         db: DatabaseArgs,
     },
-    /// Apply database migrations and exit.
+    /// Apply the migrations of the database and of the budget database, and exit.
     Migrate {
         #[command(flatten)]
         db: DatabaseArgs,
+        #[command(flatten)]
+        budget_db: BudgetDatabaseArgs,
     },
     /// Serve MCP on stdin/stdout, relaying every tool call to a running service's
     /// `/mcp` (for agents that launch their tools as local processes).
@@ -69,7 +71,7 @@ pub fn main() -> ExitCode {
             Err(e) => return config_error(&e.to_string()),
         },
         Command::Import { file, db } => run_import(&file, &db),
-        Command::Migrate { db } => migrate(&db),
+        Command::Migrate { db, budget_db } => migrate(&db, &budget_db),
         Command::Mcp { url } => crate::mcp::bridge::run(&url),
     };
     match result {
@@ -133,9 +135,16 @@ fn run_import(file: &std::path::Path, args: &DatabaseArgs) -> anyhow::Result<()>
     Ok(())
 }
 
-fn migrate(args: &DatabaseArgs) -> anyhow::Result<()> {
+fn migrate(args: &DatabaseArgs, budget: &BudgetDatabaseArgs) -> anyhow::Result<()> {
     open_migrated(args)?;
-    println!("migrations applied to {}", args.database.display());
+    let budget = budget.path_for(&args.database);
+    db::open_budget(&budget)
+        .with_context(|| format!("opening and migrating {}", budget.display()))?;
+    println!(
+        "migrations applied to {} and {}",
+        args.database.display(),
+        budget.display()
+    );
     Ok(())
 }
 

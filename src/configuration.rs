@@ -35,6 +35,26 @@ pub struct DatabaseArgs {
     pub database: PathBuf,
 }
 
+/// Where the budget counters live with SQLite (`serve`, `migrate`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct BudgetDatabaseArgs {
+    /// SQLite file of the search, publish and PIN-failure counters (unused with
+    /// AGENT_PAGES_REDIS_URL); default: beside the database, `NAME.budget.EXT`.
+    #[arg(long, env = "AGENT_PAGES_BUDGET_DATABASE")]
+    pub budget_database: Option<PathBuf>,
+}
+
+impl BudgetDatabaseArgs {
+    /// The budget database of the page database `pages`: the one given, else
+    /// [`crate::db::budget_path_beside`] it.
+    pub fn path_for(&self, pages: &std::path::Path) -> PathBuf {
+        match &self.budget_database {
+            Some(path) if !path.as_os_str().is_empty() => path.clone(),
+            _ => crate::db::budget_path_beside(pages),
+        }
+    }
+}
+
 /// `serve` flags; each also reads the environment variable of the same meaning.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
@@ -47,6 +67,8 @@ pub struct ServeArgs {
     pub bind: String,
     #[command(flatten)]
     pub db: DatabaseArgs,
+    #[command(flatten)]
+    pub budget_db: BudgetDatabaseArgs,
     /// Searches per client per minute (the burst window).
     #[arg(long, env = "SEARCH_RATE_PER_MINUTE", default_value = "20")]
     pub search_rate_per_minute: String,
@@ -128,6 +150,8 @@ pub struct Settings {
     /// Where `/metrics` listens; `None` serves no metrics.
     pub metrics_bind: Option<SocketAddr>,
     pub database: PathBuf,
+    /// The budget counters' own SQLite file (used when `redis` is `None`).
+    pub budget_database: PathBuf,
     pub demo: bool,
     pub search: SearchSettings,
     /// Searches per client: `SEARCH_RATE_PER_MINUTE`, `SEARCH_RATE_PER_HOUR`.
@@ -191,6 +215,7 @@ impl Settings {
         Self {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             metrics_bind: None,
+            budget_database: crate::db::budget_path_beside(&database),
             database,
             demo: false,
             search: SearchSettings::default(),
@@ -314,6 +339,7 @@ impl Settings {
                 .map(|v| socket_addr("AGENT_PAGES_METRICS_BIND", v))
                 .transpose()?,
             database: args.db.database.clone(),
+            budget_database: args.budget_db.path_for(&args.db.database),
             demo: args.demo,
             search,
             search_budget,

@@ -8,5 +8,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     agent_pages::db::tune_sqlite_library();
+    agent_pages::db::storage::report_sigbus();
     agent_pages::cli::main()
 }

@@ -78,8 +78,10 @@ impl Application {
     ///
     /// Errors: the database cannot be opened or migrated, or the address not bound.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let conn = db::open_migrated(&settings.database)
-            .with_context(|| format!("opening {}", settings.database.display()))?;
+        drop(
+            db::open_migrated(&settings.database)
+                .with_context(|| format!("opening {}", settings.database.display()))?,
+        );
         let pages = PageStore::new(
             SqlitePages::open(&settings.database, sqlite_pages::POOL_SIZE)
                 .with_context(|| format!("reading {}", settings.database.display()))?,
@@ -98,19 +100,27 @@ impl Application {
             }
         }
 
-        let budget_store = match &settings.redis {
+        let (budget_store, budget_storage) = match &settings.redis {
             None => {
+                // The counters' own file: a page write never holds its lock.
+                let budget = db::open_budget(&settings.budget_database)
+                    .with_context(|| format!("opening {}", settings.budget_database.display()))?;
+                let storage = Arc::new(
+                    db::storage::Storage::capture(&settings.budget_database).with_context(
+                        || format!("reading {}", settings.budget_database.display()),
+                    )?,
+                );
                 // The RateLimiter blocks on SQLite: it gets an arbiter (thread) of
                 // its own.
-                let rate_limiter =
-                    RateLimiter::new(conn).context("setting the budget connection")?;
-                BudgetStore::sqlite(RateLimiter::start_in_arbiter(
+                let rate_limiter = RateLimiter::new(budget, storage.clone())
+                    .context("setting the budget connection")?;
+                let store = BudgetStore::sqlite(RateLimiter::start_in_arbiter(
                     &actix::Arbiter::new().handle(),
                     |_| rate_limiter,
-                ))
+                ));
+                (store, Some(storage))
             }
             Some(redis) => {
-                drop(conn);
                 let counters = RedisCounters::connect_lazily(redis)
                     .context("AGENT_PAGES_REDIS_URL: cannot make a Redis client")?;
                 tracing::info!(
@@ -118,7 +128,7 @@ impl Application {
                     timeout_ms = redis.call_timeout.as_millis() as u64,
                     "budget counters in Redis (connected on first use)"
                 );
-                BudgetStore::redis(counters)
+                (BudgetStore::redis(counters), None)
             }
         };
         let metrics = Arc::new(Metrics::new(&routes::search::outcome::labels(
@@ -181,6 +191,7 @@ impl Application {
             },
             budgets: Budgets {
                 store: budget_store.clone(),
+                storage: budget_storage,
                 search: search_budget,
                 publish: publish_budget,
                 pin_failures: pin_failure_budget,

@@ -101,11 +101,30 @@ fn migrate_creates_the_database_and_its_folders_and_runs_once() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let conn = rusqlite::Connection::open(dir.path().join("db/pages.sqlite3")).unwrap();
-    let n: i64 = conn
-        .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
+    let recorded = |file: &str| -> i64 {
+        rusqlite::Connection::open(dir.path().join("db").join(file))
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
+            .unwrap()
+    };
+    let files = |folder: &str| {
+        std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(folder))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension() == Some("sql".as_ref()))
+            .count() as i64
+    };
+    // One row per migration file, in each database's own record.
+    assert_eq!(recorded("pages.sqlite3"), files("migrations"));
+    assert_eq!(recorded("pages.budget.sqlite3"), files("migrations/budget"));
+    // The budget file goes where AGENT_PAGES_BUDGET_DATABASE says.
+    let elsewhere = dir.path().join("counters").join("budget.sqlite3");
+    let out = agent_pages(dir.path())
+        .arg("migrate")
+        .env("AGENT_PAGES_BUDGET_DATABASE", &elsewhere)
+        .output()
         .unwrap();
-    assert_eq!(n, 3, "one row per migration file");
+    assert!(out.status.success(), "{out:?}");
+    assert!(elsewhere.exists());
 }
 
 #[test]
@@ -304,7 +323,7 @@ fn a_kill_9_right_after_a_burst_of_answers_loses_none_of_their_counts() {
     server.0.wait().unwrap();
     let spent = answered.iter().filter(|s| matches!(s, Ok(true))).count() as i64;
     assert!(spent > 0, "{answered:?}");
-    let conn = rusqlite::Connection::open(dir.path().join("db/pages.sqlite3")).unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("db/pages.budget.sqlite3")).unwrap();
     let counted: i64 = conn
         .query_row("SELECT MAX(count) FROM rate_limit_counters", [], |r| {
             r.get(0)

@@ -2,8 +2,9 @@
 //! gates and the outcome matrix call [`BudgetStore`] and never learn which store is
 //! behind it.
 //!
-//! - SQLite (the default): the RateLimiter actor's transaction on the service's own
-//!   database file; processes on one host sharing the file share the budget.
+//! - SQLite (the default): the RateLimiter actor's transaction on the budget
+//!   database (a file of its own beside the page database); processes on one host
+//!   sharing the file share the budget.
 //! - Redis or Valkey (`AGENT_PAGES_REDIS_URL`): one server-side script per call
 //!   ([`super::redis`]); replicas on any number of hosts share the budget.
 //!
@@ -224,27 +225,15 @@ impl BudgetStore {
         keys: BucketKeys,
         now: i64,
     ) -> Result<Decision, StoreError> {
-        let (decision, _) = self.spend_with_generation(budget, keys, now).await?;
-        Ok(decision)
-    }
-
-    /// [`BudgetStore::spend`], plus the corpus generation when the store read it in
-    /// the same transaction (SQLite), so the search needs no second read for it.
-    pub async fn spend_with_generation(
-        &self,
-        budget: &Arc<Budget>,
-        keys: BucketKeys,
-        now: i64,
-    ) -> Result<(Decision, Option<i64>), StoreError> {
         if let Some(refused) = self.known_full(budget, &keys, now) {
-            return Ok((refused, None));
+            return Ok(refused);
         }
         // Before the store reads its clock: a memo counted from here ends no later
         // than the store's window.
         let sent = Instant::now();
-        let (decided, generation) = self.spend_inner(budget, &keys, now).await?;
+        let decided = self.spend_inner(budget, &keys, now).await?;
         self.remember(&keys, now, sent, &decided);
-        Ok((decided.decision, generation))
+        Ok(decided.decision)
     }
 
     async fn spend_inner(
@@ -252,7 +241,7 @@ impl BudgetStore {
         budget: &Arc<Budget>,
         keys: &BucketKeys,
         now: i64,
-    ) -> Result<(Decided, Option<i64>), StoreError> {
+    ) -> Result<Decided, StoreError> {
         let result = match &self.backend {
             Backend::Sqlite(addr) => {
                 let answer = addr
@@ -264,16 +253,16 @@ impl BudgetStore {
                     .await?;
                 match answer.await {
                     // The caller's `now` is the SQLite store's clock, in whole seconds.
-                    Ok(Ok((decision, generation))) => {
-                        Ok((Decided::at_whole_second(decision), Some(generation)))
+                    Ok(Ok(decision)) => Ok(Decided::at_whole_second(decision)),
+                    // A lock held too long, a full disk, failing I/O: not ours.
+                    Ok(Err(failed)) if !failed.fault.is_bug() => {
+                        Err(StoreError::Unavailable(failed.cause))
                     }
-                    Ok(Err(failed)) if failed.busy => Err(StoreError::Unavailable(failed.cause)),
                     Ok(Err(failed)) => Err(StoreError::Batch(failed)),
                     Err(_) => Err(StoreError::Mailbox(actix::MailboxError::Closed)),
                 }
             }
-            // Redis knows nothing of the corpus: the search reads the generation.
-            Backend::Redis(redis) => redis.spend(budget, keys, now).await.map(|d| (d, None)),
+            Backend::Redis(redis) => redis.spend(budget, keys, now).await,
         };
         self.observe(result)
     }

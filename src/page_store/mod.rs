@@ -48,6 +48,17 @@ pub enum PageStoreError {
     Failed(String),
 }
 
+impl PageStoreError {
+    /// Its class, for `crate::routes::faults`' table.
+    pub fn fault(&self) -> crate::db::Fault {
+        match self {
+            PageStoreError::Busy(_) => crate::db::Fault::Busy,
+            PageStoreError::Unavailable(_) => crate::db::Fault::Unavailable,
+            PageStoreError::Failed(_) => crate::db::Fault::Bug,
+        }
+    }
+}
+
 /// What every page-store call returns: a boxed future (so [`PageBackend`] is
 /// object-safe) of the answer or a [`PageStoreError`].
 pub type StoreFuture<'a, T> = BoxFuture<'a, Result<T, PageStoreError>>;

@@ -3,9 +3,12 @@
 //! generation moves, and then by the pages that changed.
 //!
 //! Every budgeted search reads the generation (one row, written by triggers on every
-//! change to `pages`, from any process). When it matches the snapshot's, the snapshot
-//! *is* what a fresh fetch would return, so a request costs the same on 10 pages or
-//! 100,000. When it moved, one request reads the change log the same triggers write
+//! change to `pages`, from any process) from the page database, on a read
+//! connection of its own, after its budget is spent (the budget lives in another
+//! file, so no page write can hold it up; under WAL this read never waits for a
+//! writer either). When it matches the snapshot's, the snapshot *is* what a fresh
+//! fetch would return, so a request costs the same on 10 pages or 100,000. When it
+//! moved, one request reads the change log the same triggers write
 //! and applies the changed pages to a new snapshot (rows, fingerprint and the spare
 //! index of a left-right pair, off the async worker) while the others wait for it;
 //! the snapshot is built from all candidates only at start-up, or when the change
@@ -229,24 +232,20 @@ impl Corpus {
 
     /// Builds the snapshot ahead of the first search; not counted as a fetch.
     pub async fn warm(&self) -> Result<Arc<Snapshot>, PageStoreError> {
-        self.refresh(None).await
+        self.refresh().await
     }
 
-    /// The snapshot a fresh fetch would give now: the generation (`generation` when
-    /// the caller read it moments ago, in its budget transaction; else read now),
-    /// plus a reload only when it moved.
+    /// The snapshot a fresh fetch would give now: the generation read now, plus a
+    /// reload only when it moved.
     ///
     /// Errors: the page store could not be read.
-    pub async fn current(&self, generation: Option<i64>) -> Result<Arc<Snapshot>, PageStoreError> {
+    pub async fn current(&self) -> Result<Arc<Snapshot>, PageStoreError> {
         self.fetches.inc();
-        self.refresh(generation).await
+        self.refresh().await
     }
 
-    async fn refresh(&self, known: Option<i64>) -> Result<Arc<Snapshot>, PageStoreError> {
-        let generation = match known {
-            Some(generation) => generation,
-            None => self.store.generation().await?,
-        };
+    async fn refresh(&self) -> Result<Arc<Snapshot>, PageStoreError> {
+        let generation = self.store.generation().await?;
         if let Some(s) = self.at_least(generation) {
             return Ok(s);
         }

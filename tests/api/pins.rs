@@ -74,7 +74,7 @@ async fn the_11th_wrong_pin_from_one_client_is_429_and_other_clients_are_unaffec
             .remove(0)
     };
     let rows: Vec<(String, i64)> = app
-        .conn()
+        .budget_conn()
         .prepare(
             "SELECT bucket, count FROM rate_limit_counters WHERE bucket IN (?1, ?2)
              ORDER BY count DESC",
@@ -282,7 +282,7 @@ async fn per_page_pin_failures_the_21st_wrong_pin_against_one_page_locks_it_for_
         .keys_of(&id.to_string())
         .0[0];
     let count: i64 = app
-        .conn()
+        .budget_conn()
         .query_row(
             "SELECT count FROM rate_limit_counters WHERE bucket = ?1",
             [key],

@@ -15,7 +15,7 @@ fn publish_counters(app: &crate::helpers::TestApp, client: &str) -> (i64, i64) {
         .keys(&agent_pages::client_ip::ClientIp::from_addr(
             client.parse().unwrap(),
         ));
-    let conn = app.conn();
+    let conn = app.budget_conn();
     let read = |k: &str| -> i64 {
         rusqlite::OptionalExtension::optional(conn.query_row(
             "SELECT count FROM rate_limit_counters WHERE bucket = ?1",

@@ -166,7 +166,7 @@ async fn a_pin_header_that_is_not_utf8_is_a_validation_problem_and_not_counted()
         .0
         .remove(0);
     let failures: i64 = app
-        .conn()
+        .budget_conn()
         .query_row(
             "SELECT COUNT(*) FROM rate_limit_counters WHERE bucket = ?1",
             [pin_key],

@@ -134,14 +134,16 @@ pub struct TestApp {
     pub address: String,
     pub metrics_address: String,
     pub db_path: PathBuf,
+    /// The budget database beside it (its counters; unused with Redis).
+    pub budget_db_path: PathBuf,
     pub client: reqwest::Client,
     pub clock: ManualClock,
     pub faults: Arc<Faults>,
     pub state: web::Data<AppState>,
     /// The app's redis-server, when its store is [`Store::Redis`].
     pub redis: Option<RedisServer>,
-    /// The connection holding SQLite's write lock while [`TestApp::block_budget_store`]
-    /// is in force.
+    /// The connection holding the budget database's write lock while
+    /// [`TestApp::block_budget_store`] is in force.
     locker: Option<Connection>,
     _dir: tempfile::TempDir,
 }
@@ -161,7 +163,24 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
 /// follow the test's manual clock (not the server's), and a call may take 5 s before
 /// it counts as unavailable, so a loaded test machine never turns into a 503.
 pub async fn spawn_app_on(store: Store, configure: impl FnOnce(&mut Settings)) -> TestApp {
-    let dir = tempfile::tempdir().unwrap();
+    spawn_app_at(tempfile::tempdir().unwrap(), store, configure).await
+}
+
+/// [`spawn_app_with`] with its databases under `folder` (a [`support::Tmpfs`], say)
+/// instead of a fresh temp folder.
+pub async fn spawn_app_in(
+    folder: &std::path::Path,
+    configure: impl FnOnce(&mut Settings),
+) -> TestApp {
+    let dir = tempfile::tempdir_in(folder).unwrap();
+    spawn_app_at(dir, Store::Sqlite, configure).await
+}
+
+async fn spawn_app_at(
+    dir: tempfile::TempDir,
+    store: Store,
+    configure: impl FnOnce(&mut Settings),
+) -> TestApp {
     let db_path = dir.path().join("nested").join("agent-pages.sqlite3");
     {
         let mut conn = agent_pages::db::open_migrated(&db_path).unwrap();
@@ -170,6 +189,7 @@ pub async fn spawn_app_on(store: Store, configure: impl FnOnce(&mut Settings)) -
     let clock = ManualClock::new(T0);
     let faults = Arc::new(Faults::default());
     let mut settings = Settings::for_tests(db_path.clone());
+    let budget_db_path = settings.budget_database.clone();
     settings.clock = Arc::new(clock.clone());
     settings.trusted_proxies = "127.0.0.1".parse().unwrap();
     let hook_faults = faults.clone();
@@ -202,6 +222,7 @@ pub async fn spawn_app_on(store: Store, configure: impl FnOnce(&mut Settings)) -
         address,
         metrics_address,
         db_path,
+        budget_db_path,
         client,
         clock,
         faults,
@@ -349,7 +370,7 @@ impl TestApp {
             .keys(&ClientIp::from_addr(client.parse().unwrap()));
         match &self.redis {
             None => self
-                .conn()
+                .budget_conn()
                 .query_row(
                     "SELECT window_start, count FROM rate_limit_counters WHERE bucket = ?1",
                     [&keys.0[window]],
@@ -366,13 +387,13 @@ impl TestApp {
     }
 
     /// Makes the budget store stop answering, as in an outage: another connection
-    /// takes SQLite's write lock (held past the busy timeout), or the app's
-    /// redis-server is stopped. [`TestApp::unblock_budget_store`] ends it.
+    /// takes the budget database's write lock (held past the busy timeout), or the
+    /// app's redis-server is stopped. [`TestApp::unblock_budget_store`] ends it.
     pub fn block_budget_store(&mut self) {
         match &mut self.redis {
             Some(redis) => redis.stop(),
             None => {
-                let locker = self.conn();
+                let locker = self.budget_conn();
                 locker.execute_batch("BEGIN IMMEDIATE").unwrap();
                 self.locker = Some(locker);
             }
@@ -391,9 +412,14 @@ impl TestApp {
         }
     }
 
-    /// A separate connection, as another process would have.
+    /// A separate connection to the page database, as another process would have.
     pub fn conn(&self) -> Connection {
         agent_pages::db::open(&self.db_path).unwrap()
+    }
+
+    /// A separate connection to the budget database (`rate_limit_counters`).
+    pub fn budget_conn(&self) -> Connection {
+        agent_pages::db::open(&self.budget_db_path).unwrap()
     }
 
     /// Candidate fetches and (slots taken, slots refused) so far, read from

@@ -102,7 +102,7 @@ async fn a_unique_query_never_appears_in_captured_logs_on_any_outcome() {
     app2.wait_idle().await;
     app2.search(&format!("{secret}b"), client).await; // miss
     app2.search(&format!("{secret}c"), client).await; // 429-hour
-    let locker = app2.conn();
+    let locker = app2.budget_conn();
     locker.execute_batch("BEGIN IMMEDIATE").unwrap();
     let unavailable = app2.search(&format!("{secret}locked"), "192.0.2.6").await; // 503-budget
     locker.execute_batch("ROLLBACK").unwrap();
