@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
+use crate::pg::PgSettings;
 use crate::client_ip::TrustedProxies;
 use crate::clock::{Clock, SystemClock};
 use crate::request_limits::RequestLimits;
@@ -24,9 +25,53 @@ pub const PIN_FAILURES_PER_HOUR: u32 = 10;
 /// Flags shared by every subcommand that opens the database.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DatabaseArgs {
-    /// SQLite file; parent folders are created.
+    /// SQLite file; parent folders are created. Not used when the pages are in
+    /// PostgreSQL (`AGENT_PAGES_DATABASE_URL`).
     #[arg(long, env = "AGENT_PAGES_DATABASE", default_value = DEFAULT_DATABASE)]
     pub database: PathBuf,
+    /// Keep the pages in this PostgreSQL database instead of the SQLite file
+    /// (`postgres://user:password@host:5432/db`, `?sslmode=verify-full` for TLS), so
+    /// replicas on several hosts share them. Unset: SQLite.
+    #[arg(long, env = "AGENT_PAGES_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// PostgreSQL connections per process.
+    #[arg(long, env = "AGENT_PAGES_DATABASE_POOL", default_value = "16")]
+    pub database_pool: String,
+    /// Milliseconds one PostgreSQL statement may take (the server cancels it; the
+    /// client gives up on a call at 1.5 times this); past it the request is 503.
+    #[arg(long, env = "AGENT_PAGES_DATABASE_TIMEOUT_MS", default_value = "2000")]
+    pub database_timeout_ms: String,
+}
+
+impl DatabaseArgs {
+    /// The PostgreSQL settings when `AGENT_PAGES_DATABASE_URL` is set (and not
+    /// blank); `None` keeps the pages in the SQLite file.
+    ///
+    /// Errors: the URL, pool size or deadline is not usable (the URL is never
+    /// repeated: it may hold a password).
+    pub fn postgres(&self) -> Result<Option<PgSettings>, ConfigError> {
+        let Some(url) = self
+            .database_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|url| !url.is_empty())
+        else {
+            return Ok(None);
+        };
+        let mut settings = PgSettings::parse(url).map_err(|reason| ConfigError {
+            variable: "AGENT_PAGES_DATABASE_URL",
+            value: "<hidden>".into(),
+            reason,
+        })?;
+        settings.pool_size = number("AGENT_PAGES_DATABASE_POOL", &self.database_pool, 1, 1000)?;
+        settings.statement_timeout = Duration::from_millis(number(
+            "AGENT_PAGES_DATABASE_TIMEOUT_MS",
+            &self.database_timeout_ms,
+            1,
+            600_000,
+        )?);
+        Ok(Some(settings))
+    }
 }
 
 /// `serve` flags; each also reads the environment variable of the same meaning.
@@ -108,6 +153,10 @@ pub struct Settings {
     /// Where `/metrics` listens; `None` serves no metrics.
     pub metrics_bind: Option<SocketAddr>,
     pub database: PathBuf,
+    /// The pages in PostgreSQL; `None` keeps them (and, without Redis, the budget
+    /// counters) in the SQLite file at `database`. With PostgreSQL and no Redis the
+    /// budget counters are in PostgreSQL too.
+    pub postgres: Option<PgSettings>,
     pub demo: bool,
     pub search: SearchSettings,
     /// Searches per client: `SEARCH_RATE_PER_MINUTE`, `SEARCH_RATE_PER_HOUR`.
@@ -156,6 +205,7 @@ impl Settings {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             metrics_bind: None,
             database,
+            postgres: None,
             demo: false,
             search: SearchSettings::default(),
             search_budget: Budget::search(20, 200),
@@ -268,6 +318,7 @@ impl Settings {
                 .map(|v| socket_addr("AGENT_PAGES_METRICS_BIND", v))
                 .transpose()?,
             database: args.db.database.clone(),
+            postgres: args.db.postgres()?,
             demo: args.demo,
             search,
             search_budget,

@@ -18,8 +18,11 @@ use crate::budget::store::BudgetStore;
 use crate::clock::Clock;
 use crate::configuration::Settings;
 use crate::metrics::Metrics;
+use crate::budget::postgres::PgCounters;
+use crate::page_store::postgres::PostgresPages;
 use crate::page_store::sqlite::{self as sqlite_pages, SqlitePages};
 use crate::page_store::PageStore;
+use crate::pg::{Pg, PgSettings};
 use crate::search::cache::Cache;
 use crate::search::corpus::Corpus;
 use crate::search::scorer::ScorerPool;
@@ -78,12 +81,7 @@ impl Application {
     ///
     /// Errors: the database cannot be opened or migrated, or the address not bound.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let conn = db::open_migrated(&settings.database)
-            .with_context(|| format!("opening {}", settings.database.display()))?;
-        let pages = PageStore::new(
-            SqlitePages::open(&settings.database, sqlite_pages::POOL_SIZE)
-                .with_context(|| format!("reading {}", settings.database.display()))?,
-        );
+        let (pages, budget_home) = open_pages(&settings).await?;
         if settings.demo {
             let now = settings.clock.now();
             if let Some(report) = import::load_demo_if_empty(&pages, now)
@@ -98,8 +96,8 @@ impl Application {
             }
         }
 
-        let budget_store = match &settings.redis {
-            None => {
+        let budget_store = match (&settings.redis, budget_home) {
+            (None, BudgetHome::Sqlite(conn)) => {
                 // The RateLimiter blocks on SQLite: it gets an arbiter (thread) of
                 // its own.
                 let rate_limiter =
@@ -109,8 +107,11 @@ impl Application {
                     |_| rate_limiter,
                 ))
             }
-            Some(redis) => {
-                drop(conn);
+            (None, BudgetHome::Postgres(control, server_clock)) => {
+                tracing::info!("budget counters in PostgreSQL, beside the pages");
+                BudgetStore::postgres(PgCounters::new(control.clone(), server_clock), control)
+            }
+            (Some(redis), _) => {
                 let counters = RedisCounters::connect_lazily(redis)
                     .context("AGENT_PAGES_REDIS_URL: cannot make a Redis client")?;
                 tracing::info!(
@@ -276,6 +277,65 @@ impl Application {
     pub fn spawn(self) {
         for server in self.servers {
             actix_web::rt::spawn(server);
+        }
+    }
+}
+
+/// Where the budget counters go when no Redis is set: the SQLite file's write
+/// connection, or the PostgreSQL database of the pages (its control pool, and
+/// whether windows follow the server's clock).
+enum BudgetHome {
+    Sqlite(rusqlite::Connection),
+    Postgres(Pg, bool),
+}
+
+/// How long start-up waits for PostgreSQL to answer (it may start after us, as
+/// in `docker compose up`) before giving up.
+pub const POSTGRES_START_WAIT: Duration = Duration::from_secs(60);
+
+/// The page store `settings` choose, migrated, and where the budget counters can go.
+async fn open_pages(settings: &Settings) -> anyhow::Result<(PageStore, BudgetHome)> {
+    let Some(pg) = &settings.postgres else {
+        let conn = db::open_migrated(&settings.database)
+            .with_context(|| format!("opening {}", settings.database.display()))?;
+        let pages = SqlitePages::open(&settings.database, sqlite_pages::POOL_SIZE)
+            .with_context(|| format!("reading {}", settings.database.display()))?;
+        return Ok((PageStore::new(pages), BudgetHome::Sqlite(conn)));
+    };
+    let pages = open_postgres(pg).await?;
+    let home = BudgetHome::Postgres(pages.control().clone(), pg.server_clock);
+    tracing::info!(
+        postgres = %pg.describe(),
+        tls = pg.tls(),
+        pool = pg.pool_size,
+        timeout_ms = pg.statement_timeout.as_millis() as u64,
+        "pages in PostgreSQL"
+    );
+    Ok((PageStore::new(pages), home))
+}
+
+/// [`PostgresPages::open`], retried each second for [`POSTGRES_START_WAIT`] while
+/// the server does not answer (the first failure is logged).
+pub async fn open_postgres(pg: &PgSettings) -> anyhow::Result<PostgresPages> {
+    let started = std::time::Instant::now();
+    let mut logged = false;
+    loop {
+        match PostgresPages::open(pg).await {
+            Ok(pages) => return Ok(pages),
+            Err(crate::pg::PgError::Unavailable(e)) if started.elapsed() < POSTGRES_START_WAIT => {
+                if !logged {
+                    tracing::warn!(
+                        postgres = %pg.describe(),
+                        error = %e,
+                        "PostgreSQL does not answer yet; trying again each second"
+                    );
+                    logged = true;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("opening PostgreSQL at {}", pg.describe()))
+            }
         }
     }
 }

@@ -26,6 +26,10 @@ pub enum StoreError {
     /// of ours overwritten by someone else): answer 500.
     #[error("budget store answer: {0}")]
     Redis(String),
+    /// PostgreSQL refused the budget call itself (a bug, a schema not migrated):
+    /// answer 500.
+    #[error("budget store: {0}")]
+    Postgres(String),
 }
 
 impl From<DbError> for StoreError {

@@ -6,6 +6,9 @@
 //!   database file; processes on one host sharing the file share the budget.
 //! - Redis or Valkey (`AGENT_PAGES_REDIS_URL`): one server-side script per call
 //!   ([`super::redis`]); replicas on any number of hosts share the budget.
+//! - PostgreSQL, when the pages are there and no Redis is set: one server-side
+//!   function per batch of calls ([`super::postgres`]), which also reads the corpus
+//!   generation.
 //!
 //! Whichever it is, the store's health is tracked here: the event log says once
 //! when it stops answering and once when it answers again, not once per request.
@@ -26,6 +29,7 @@ use actix::Addr;
 use hashlink::LruCache;
 
 use super::error::StoreError;
+use super::postgres::PgCounters;
 pub use super::rate_limiter::CountMode;
 use super::rate_limiter::{self, RateLimiter};
 use super::redis::RedisCounters;
@@ -49,6 +53,7 @@ const FULL_MEMO_ENTRIES: usize = 65_536;
 enum Backend {
     Sqlite(Addr<RateLimiter>),
     Redis(RedisCounters),
+    Postgres(PgCounters, crate::pg::Pg),
 }
 
 impl BudgetStore {
@@ -62,6 +67,12 @@ impl BudgetStore {
         Self::with(Backend::Redis(counters))
     }
 
+    /// The counters in PostgreSQL (the pages' database), shared by every replica;
+    /// `pg` is the pool the sweep runs on.
+    pub fn postgres(counters: PgCounters, pg: crate::pg::Pg) -> Self {
+        Self::with(Backend::Postgres(counters, pg))
+    }
+
     fn with(backend: Backend) -> Self {
         Self {
             backend,
@@ -70,11 +81,12 @@ impl BudgetStore {
         }
     }
 
-    /// Which store this is, for logs and docs: `sqlite` or `redis`.
+    /// Which store this is, for logs and docs: `sqlite`, `redis` or `postgres`.
     pub fn kind(&self) -> &'static str {
         match self.backend {
             Backend::Sqlite(_) => "sqlite",
             Backend::Redis(_) => "redis",
+            Backend::Postgres(..) => "postgres",
         }
     }
 
@@ -139,7 +151,8 @@ impl BudgetStore {
     }
 
     /// [`BudgetStore::spend`], plus the corpus generation when the store read it in
-    /// the same transaction (SQLite), so the search needs no second read for it.
+    /// the same transaction (SQLite, PostgreSQL: the pages' own database), so the
+    /// search needs no second read for it.
     pub async fn spend_with_generation(
         &self,
         budget: &Arc<Budget>,
@@ -178,6 +191,10 @@ impl BudgetStore {
             }
             // Redis knows nothing of the corpus: the search reads the generation.
             Backend::Redis(redis) => redis.spend(budget, keys, now).await.map(|d| (d, None)),
+            Backend::Postgres(counters, _) => counters
+                .spend(budget, keys, now)
+                .await
+                .map(|(d, generation)| (d, Some(generation))),
         };
         self.observe(result)
     }
@@ -207,6 +224,10 @@ impl BudgetStore {
                 CountMode::Peek => redis.peek(budget, &keys, now).await,
                 CountMode::Record => redis.record(budget, &keys, now).await,
             },
+            Backend::Postgres(counters, _) => match mode {
+                CountMode::Peek => counters.peek(budget, &keys, now).await,
+                CountMode::Record => counters.record(budget, &keys, now).await,
+            },
         };
         self.observe(result)
     }
@@ -226,6 +247,7 @@ impl BudgetStore {
             Backend::Sqlite(addr) => Ok(addr.send(rate_limiter::Sweep { now, horizon }).await??),
             // Every Redis key expires at the end of its window.
             Backend::Redis(_) => Ok(0),
+            Backend::Postgres(_, pg) => PgCounters::sweep(pg, now, horizon).await,
         }
     }
 }

@@ -7,6 +7,8 @@
 //! - SQLite (the default, `AGENT_PAGES_DATABASE`): [`sqlite::SqlitePages`], the
 //!   service's own file (a read pool, page writes in `BEGIN IMMEDIATE`, the file's
 //!   identity checked around every write).
+//! - PostgreSQL (`AGENT_PAGES_DATABASE_URL`): [`postgres::PostgresPages`], shared by
+//!   replicas on any number of hosts.
 //!
 //! A backend is one type implementing [`PageBackend`]; adding one is a module
 //! beside [`sqlite`] and the line in start-up that builds it.
@@ -17,6 +19,8 @@
 //! ([`PageStore::changes_since`]), so every replica's snapshot follows every
 //! committed change exactly once, in order.
 
+pub mod moving;
+pub mod postgres;
 pub mod records;
 pub mod sqlite;
 

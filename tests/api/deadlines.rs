@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::spawn_app_with;
+use crate::helpers::spawn_app_with;
 use crate::helpers::{read_until_closed, RawReply};
 
 const STALLED_POST: &[u8] = b"POST /api/pages HTTP/1.1\r\nHost: x\r\n\

@@ -5,7 +5,9 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::{json, Value};
 
-pub use crate::common::{spawn_app, TestApp, T0};
+// The postgres binary shadows the two spawn functions with its own.
+#[allow(unused_imports)]
+pub use crate::common::{spawn_app, spawn_app_with, TestApp, T0};
 
 /// The client the PIN-protected requests come from unless a test picks another
 /// (the test app trusts 127.0.0.1 as a proxy, so `X-Forwarded-For` names it).
@@ -119,13 +121,16 @@ impl TestApp {
 
     /// `(version, title, body)` of `slug` as stored, in any state.
     pub fn stored(&self, slug: &str) -> (i64, String, String) {
-        self.conn()
-            .query_row(
-                "SELECT current_version, title, body FROM pages WHERE slug = ?1",
-                [slug],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .unwrap()
+        let rows = self.sql_rows(&format!(
+            "SELECT current_version, title, body FROM pages WHERE slug = '{}'",
+            slug.replace('\'', "''")
+        ));
+        let row = rows.first().unwrap_or_else(|| panic!("no page {slug}"));
+        (
+            row[0].as_deref().unwrap().parse().unwrap(),
+            row[1].clone().unwrap(),
+            row[2].clone().unwrap(),
+        )
     }
 }
 
@@ -234,9 +239,7 @@ pub async fn read_until_closed(mut stream: tokio::net::TcpStream) -> RawReply {
 impl TestApp {
     /// Pages stored, in any state.
     pub fn stored_count(&self) -> i64 {
-        self.conn()
-            .query_row("SELECT COUNT(*) FROM pages", [], |r| r.get(0))
-            .unwrap()
+        self.sql_i64("SELECT COUNT(*) FROM pages")
     }
 }
 

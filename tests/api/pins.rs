@@ -74,18 +74,15 @@ async fn the_11th_wrong_pin_from_one_client_is_429_and_other_clients_are_unaffec
             .remove(0)
     };
     let rows: Vec<(String, i64)> = app
-        .conn()
-        .prepare(
-            "SELECT bucket, count FROM rate_limit_counters WHERE bucket IN (?1, ?2)
+        .sql_rows(&format!(
+            "SELECT bucket, count FROM rate_limit_counters WHERE bucket IN ('{}', '{}')
              ORDER BY count DESC",
-        )
-        .unwrap()
-        .query_map([pin_key(GUESSER), pin_key(NEIGHBOUR)], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+            pin_key(GUESSER),
+            pin_key(NEIGHBOUR)
+        ))
+        .into_iter()
+        .map(|r| (r[0].clone().unwrap(), r[1].as_deref().unwrap().parse().unwrap()))
+        .collect();
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert_eq!(rows[0].1, 10);
     assert!(rows
@@ -160,13 +157,8 @@ async fn the_pin_and_its_hash_appear_in_no_response_and_no_log() {
             .text,
     );
 
-    let stored: String = app
-        .conn()
-        .query_row(
-            "SELECT pin_hash FROM pages WHERE slug = 'secret'",
-            [],
-            |r| r.get(0),
-        )
+    let stored: String = app.sql_rows("SELECT pin_hash FROM pages WHERE slug = 'secret'")[0][0]
+        .clone()
         .unwrap();
     assert!(
         stored.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),

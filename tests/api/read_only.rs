@@ -11,7 +11,7 @@ use agent_pages::page_store::sqlite::SqlitePages;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::json;
 
-use crate::common::spawn_app_with;
+use crate::helpers::spawn_app_with;
 use crate::helpers::{TestApp, AGENT, PIN};
 
 async fn make_every_pooled_connection_read_only(app: &TestApp) {
