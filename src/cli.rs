@@ -79,11 +79,9 @@ pub fn main() -> ExitCode {
         },
         Command::Copy { db } => match db.postgres() {
             Ok(Some(pg)) => copy(&db, &pg),
-            Ok(None) => {
-                return config_error(
-                    "AGENT_PAGES_DATABASE_URL: copy needs the PostgreSQL database to fill, got nothing",
-                )
-            }
+            Ok(None) => return config_error(
+                "AGENT_PAGES_DATABASE_URL: copy needs the PostgreSQL database to fill, got nothing",
+            ),
             Err(e) => return config_error(&e.to_string()),
         },
     };

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
-use crate::pg::PgSettings;
 use crate::client_ip::TrustedProxies;
 use crate::clock::{Clock, SystemClock};
+use crate::pg::PgSettings;
 use crate::request_limits::RequestLimits;
 
 /// Where the database lives unless `AGENT_PAGES_DATABASE` says otherwise.

@@ -12,13 +12,13 @@ use anyhow::Context as _;
 use tracing_actix_web::TracingLogger;
 
 use crate::budget::error::StoreError;
+use crate::budget::postgres::PgCounters;
 use crate::budget::rate_limiter::RateLimiter;
 use crate::budget::redis::RedisCounters;
 use crate::budget::store::BudgetStore;
 use crate::clock::Clock;
 use crate::configuration::Settings;
 use crate::metrics::Metrics;
-use crate::budget::postgres::PgCounters;
 use crate::page_store::postgres::PostgresPages;
 use crate::page_store::sqlite::{self as sqlite_pages, SqlitePages};
 use crate::page_store::PageStore;

@@ -34,9 +34,30 @@ impl LogFormat {
     }
 }
 
-/// The filter from `RUST_LOG`, `info` when unset or unparseable.
+/// The filter from `RUST_LOG`, `info` when unset or unparseable, with
+/// [`filter`]'s limits.
 pub fn env_filter() -> EnvFilter {
-    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
+    let directives = std::env::var("RUST_LOG").unwrap_or_default();
+    filter(if directives.trim().is_empty() {
+        "info"
+    } else {
+        &directives
+    })
+}
+
+/// Libraries that log what they carry below `info`, held at `info` whatever the
+/// directives say: tokio-postgres logs every statement's parameters at `debug`
+/// (page bodies, PIN hashes on the way in), and those never reach a log.
+const HELD_AT_INFO: &[&str] = &["tokio_postgres", "postgres"];
+
+/// An `EnvFilter` of `directives` (`RUST_LOG` syntax; `info` when they do not
+/// parse), with the libraries of [`HELD_AT_INFO`] never below `info`.
+pub fn filter(directives: &str) -> EnvFilter {
+    let mut filter = EnvFilter::try_new(directives).unwrap_or_else(|_| EnvFilter::new("info"));
+    for target in HELD_AT_INFO {
+        filter = filter.add_directive(format!("{target}=info").parse().expect("a valid directive"));
+    }
+    filter
 }
 
 /// Installs the global subscriber writing to `writer` through `filter`.

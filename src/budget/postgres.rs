@@ -169,7 +169,11 @@ impl PgCounters {
 }
 
 /// The batching task: every request queued when a call starts joins it.
-async fn decide_batches(pg: Pg, server_clock: bool, mut requests: mpsc::UnboundedReceiver<Request>) {
+async fn decide_batches(
+    pg: Pg,
+    server_clock: bool,
+    mut requests: mpsc::UnboundedReceiver<Request>,
+) {
     while let Some(first) = requests.recv().await {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {

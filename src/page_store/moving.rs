@@ -59,7 +59,10 @@ async fn copy_in(sqlite: &Connection, pg: &Pg) -> Result<Copied, CopyError> {
     let tx = client.transaction().await?;
     tx.batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0")
         .await?;
-    let present: i64 = tx.query_one("SELECT count(*) FROM pages", &[]).await?.get(0);
+    let present: i64 = tx
+        .query_one("SELECT count(*) FROM pages", &[])
+        .await?
+        .get(0);
     if present > 0 {
         return Err(CopyError::NotEmpty(present));
     }

@@ -14,10 +14,10 @@
 use std::any::Any;
 use std::collections::HashSet;
 
+use deadpool_postgres::ClientWrapper;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt as _;
 use tokio::sync::{mpsc, oneshot};
-use deadpool_postgres::ClientWrapper;
 use tokio_postgres::{IsolationLevel, Row};
 
 use super::{
@@ -170,10 +170,7 @@ async fn exists(c: &ClientWrapper, slug: &str) -> Result<bool, tokio_postgres::E
 /// [`crate::db::pages::free_slug`]'s rule over PostgreSQL: `base` if free, else
 /// `base-N` with N one more than the highest canonical suffix in use (at least 2),
 /// the stem shortened when the suffix would not fit.
-async fn free_slug(
-    c: &ClientWrapper,
-    base: &PageSlug,
-) -> Result<PageSlug, tokio_postgres::Error> {
+async fn free_slug(c: &ClientWrapper, base: &PageSlug) -> Result<PageSlug, tokio_postgres::Error> {
     if !exists(c, base.as_str()).await? {
         return Ok(base.clone());
     }
@@ -333,9 +330,7 @@ impl PageBackend for PostgresPages {
                             .await?;
                         let title = title.as_ref().map(PageTitle::as_str);
                         let body = body.as_ref().map(PageBody::as_str);
-                        let row = c
-                            .query_one(&statement, &[&id, &title, &body, &now])
-                            .await?;
+                        let row = c.query_one(&statement, &[&id, &title, &body, &now]).await?;
                         Ok(row.get(0))
                     })
                 })

@@ -181,7 +181,9 @@ const SCHEME_HINT: &str =
 /// The `user:password` part of `rest` (what follows `scheme://`), or "".
 fn credentials(rest: &str) -> &str {
     let authority = rest.split(['/', '?']).next().unwrap_or("");
-    authority.rsplit_once('@').map_or("", |(userinfo, _)| userinfo)
+    authority
+        .rsplit_once('@')
+        .map_or("", |(userinfo, _)| userinfo)
 }
 
 /// `url` without the query parameter `name`, and its value.
@@ -455,7 +457,9 @@ mod tests {
             "postgres://app:s3cret@db:5432",
             "postgres://app:s3cret@db/pages?nosuchoption=1",
         ] {
-            let reason = PgSettings::parse(bad).err().unwrap_or_else(|| panic!("{bad}"));
+            let reason = PgSettings::parse(bad)
+                .err()
+                .unwrap_or_else(|| panic!("{bad}"));
             assert!(!reason.contains("s3cret"), "{bad}: {reason}");
         }
     }

@@ -205,7 +205,22 @@ fn page_not_found(state: &AppState, req: &HttpRequest) -> HttpResponse {
     )
 }
 
+/// The page store failed: 503 with `Retry-After` when it cannot answer now (down,
+/// busy; the store logs the incident once), else 500.
 fn internal_error(state: &AppState, req: &HttpRequest, e: PageStoreError) -> HttpResponse {
+    if let PageStoreError::Unavailable(_) | PageStoreError::Busy(_) = e {
+        let mut page = error_page(
+            state,
+            req,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The pages are briefly unavailable. Please try again in a moment.",
+        );
+        page.headers_mut().insert(
+            actix_web::http::header::RETRY_AFTER,
+            actix_web::http::header::HeaderValue::from_static("5"),
+        );
+        return page;
+    }
     tracing::error!(error = %e, "database error");
     error_page(
         state,

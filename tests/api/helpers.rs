@@ -142,11 +142,12 @@ pub fn logs() -> String {
 
 static LOG: OnceLock<Mutex<Vec<u8>>> = OnceLock::new();
 
-/// Sends every log line of the app (debug and up) to [`logs`]. Idempotent.
+/// Sends every log line of the app (debug and up, through the product's own filter)
+/// to [`logs`]. Idempotent.
 pub fn capture_logs() {
     if LOG.set(Mutex::new(Vec::new())).is_ok() {
         tracing_subscriber::fmt()
-            .with_env_filter("debug")
+            .with_env_filter(agent_pages::telemetry::filter("debug"))
             .with_writer(|| Capture)
             .with_ansi(false)
             .init();

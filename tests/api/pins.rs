@@ -81,7 +81,12 @@ async fn the_11th_wrong_pin_from_one_client_is_429_and_other_clients_are_unaffec
             pin_key(NEIGHBOUR)
         ))
         .into_iter()
-        .map(|r| (r[0].clone().unwrap(), r[1].as_deref().unwrap().parse().unwrap()))
+        .map(|r| {
+            (
+                r[0].clone().unwrap(),
+                r[1].as_deref().unwrap().parse().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert_eq!(rows[0].1, 10);

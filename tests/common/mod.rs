@@ -220,6 +220,30 @@ pub async fn spawn_app_in(
     store: Store,
     configure: impl FnOnce(&mut Settings),
 ) -> TestApp {
+    spawn_app_over(pages, None, store, configure).await
+}
+
+/// Another app (a replica in this process) on `of`'s PostgreSQL database, its budget
+/// there too: the pages and counters are shared, nothing else is.
+pub async fn spawn_replica(of: &TestApp, configure: impl FnOnce(&mut Settings)) -> TestApp {
+    let PagesDb::Postgres { db, .. } = &of.pages_db else {
+        panic!("replicas share a PostgreSQL database")
+    };
+    spawn_app_over(
+        Pages::Postgres,
+        Some(db.clone()),
+        Store::Postgres,
+        configure,
+    )
+    .await
+}
+
+async fn spawn_app_over(
+    pages: Pages,
+    existing: Option<String>,
+    store: Store,
+    configure: impl FnOnce(&mut Settings),
+) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("nested").join("agent-pages.sqlite3");
     let (pages_db, postgres, store) = match pages {
@@ -230,9 +254,18 @@ pub async fn spawn_app_in(
         }
         Pages::Postgres => {
             let server = pg_server::shared();
-            let db = server.create_database();
-            let pg = pg_settings(server, &db);
-            import_into_postgres(&pg, PAGES, T0 - 100).await;
+            let (db, pg) = match existing {
+                Some(db) => {
+                    let pg = pg_settings(server, &db);
+                    (db, pg)
+                }
+                None => {
+                    let db = server.create_database();
+                    let pg = pg_settings(server, &db);
+                    import_into_postgres(&pg, PAGES, T0 - 100).await;
+                    (db, pg)
+                }
+            };
             let store = if store == Store::Redis {
                 Store::Redis
             } else {

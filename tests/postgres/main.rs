@@ -72,4 +72,6 @@ mod search_cache;
 #[path = "../search/matrix.rs"]
 mod search_matrix;
 
+mod follow;
+mod replicas;
 mod store;

@@ -29,7 +29,12 @@ async fn pages_and_counters_are_in_postgresql_and_no_sqlite_file_is_made() {
         ]
     );
     let r = app
-        .put_page("in-pg", Some(PIN), AGENT, serde_json::json!({"body": "new"}))
+        .put_page(
+            "in-pg",
+            Some(PIN),
+            AGENT,
+            serde_json::json!({"body": "new"}),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
 }

@@ -40,7 +40,8 @@ pub fn require_postgres() -> PathBuf {
          this on CI), or point POSTGRES_BIN at the folder holding postgres and initdb.",
         dir.display()
     );
-    if std::env::var_os("CI").is_some() || std::env::var_os("AGENT_PAGES_REQUIRE_POSTGRES").is_some()
+    if std::env::var_os("CI").is_some()
+        || std::env::var_os("AGENT_PAGES_REQUIRE_POSTGRES").is_some()
     {
         panic!("{missing}");
     }
@@ -99,7 +100,9 @@ impl PostgresServer {
         let out = command(&bin, "initdb")
             .args(["-D"])
             .arg(&data)
-            .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale", "C.UTF-8"])
+            .args([
+                "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale", "C.UTF-8",
+            ])
             .output()
             .expect("running initdb");
         assert!(

@@ -21,7 +21,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::budget::error::StoreError;
 use crate::budget::Decision;
-use crate::page_store::Candidate;
+use crate::page_store::{Candidate, PageStoreError};
 use crate::search::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
 use crate::search::corpus::Snapshot;
 use crate::search::query::{Gate1, SearchQuery};
@@ -111,6 +111,10 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     // Gate 5: the candidates as a fresh fetch would see them, then the cache.
     let snapshot = match state.search.corpus.current(generation).await {
         Ok(s) => s,
+        // The page store logs the incident once (down, and up again).
+        Err(PageStoreError::Unavailable(_) | PageStoreError::Busy(_)) => {
+            return Outcome::StorageUnavailable { display }
+        }
         Err(e) => {
             tracing::error!(error = %e, "candidate fetch failed");
             return Outcome::Failed { display };

@@ -58,6 +58,10 @@ pub enum Outcome {
     },
     /// Cache miss with no free scorer: 503 with `Retry-After: 1`.
     Busy { display: String },
+    /// The page store could not say whether the candidate snapshot is current
+    /// (the generation could not be read, PostgreSQL down): 503 with
+    /// `Retry-After: 1`, never an answer from a snapshot that may be stale.
+    StorageUnavailable { display: String },
     /// Scoring panicked, or the database failed: 500.
     Failed { display: String },
     /// Scored or found in the cache: 200, showing page `page` (from 1; past the
@@ -181,6 +185,15 @@ pub const REFUSED: OutcomeKind = row(
 );
 /// A miss with every scorer slot taken.
 pub const BUSY: OutcomeKind = busy("503-busy");
+/// The corpus generation (or the changes since) could not be read.
+pub const STORAGE_UNAVAILABLE: OutcomeKind = row(
+    "503-storage",
+    StatusCode::SERVICE_UNAVAILABLE,
+    Some("/problems/storage-unavailable"),
+    "Search is unavailable",
+    "Search is briefly unavailable.",
+    "busy",
+);
 /// Scoring panicked, or the database failed.
 pub const FAILED: OutcomeKind = row(
     "500",
@@ -200,7 +213,7 @@ pub const JOIN: OutcomeKind = row("join", StatusCode::OK, None, "Search", "", "r
 /// Every kind of outcome, in the order of the outcome matrix: what [`labels`] and
 /// the metrics walk. A new row is named above, chosen in [`Outcome::kind`] and
 /// listed here.
-pub const KINDS: [OutcomeKind; 13] = [
+pub const KINDS: [OutcomeKind; 14] = [
     MISSING,
     MALFORMED,
     TOO_LONG,
@@ -210,6 +223,7 @@ pub const KINDS: [OutcomeKind; 13] = [
     BUDGET_UNAVAILABLE,
     REFUSED,
     BUSY,
+    STORAGE_UNAVAILABLE,
     FAILED,
     HIT,
     MISS,
@@ -230,6 +244,7 @@ impl Outcome {
             Outcome::BudgetUnavailable { .. } => &BUDGET_UNAVAILABLE,
             Outcome::Refused { .. } => &REFUSED,
             Outcome::Busy { .. } => &BUSY,
+            Outcome::StorageUnavailable { .. } => &STORAGE_UNAVAILABLE,
             Outcome::Failed { .. } => &FAILED,
             Outcome::Answered { cache, .. } => match cache {
                 CacheStatus::Hit => &HIT,
@@ -256,7 +271,8 @@ impl Outcome {
             Outcome::Refused { retry_after, .. } => Some((*retry_after).max(1)),
             Outcome::Overloaded { .. }
             | Outcome::BudgetUnavailable { .. }
-            | Outcome::Busy { .. } => Some(1),
+            | Outcome::Busy { .. }
+            | Outcome::StorageUnavailable { .. } => Some(1),
             _ => None,
         }
     }
@@ -296,6 +312,7 @@ impl Outcome {
             | Outcome::BudgetUnavailable { display }
             | Outcome::Refused { display, .. }
             | Outcome::Busy { display }
+            | Outcome::StorageUnavailable { display }
             | Outcome::Failed { display }
             | Outcome::Answered { display, .. } => display,
         }
