@@ -107,9 +107,12 @@ impl Application {
                     |_| rate_limiter,
                 ))
             }
-            (None, BudgetHome::Postgres(control, server_clock)) => {
+            (None, BudgetHome::Postgres(control, server_clock, epoch)) => {
                 tracing::info!("budget counters in PostgreSQL, beside the pages");
-                BudgetStore::postgres(PgCounters::new(control.clone(), server_clock), control)
+                BudgetStore::postgres(
+                    PgCounters::new(control.clone(), server_clock, epoch),
+                    control,
+                )
             }
             (Some(redis), _) => {
                 let counters = RedisCounters::connect_lazily(redis)
@@ -286,7 +289,7 @@ impl Application {
 /// whether windows follow the server's clock).
 enum BudgetHome {
     Sqlite(rusqlite::Connection),
-    Postgres(Pg, bool),
+    Postgres(Pg, bool, crate::page_store::postgres::Epoch),
 }
 
 /// How long start-up waits for PostgreSQL to answer (it may start after us, as
@@ -303,7 +306,7 @@ async fn open_pages(settings: &Settings) -> anyhow::Result<(PageStore, BudgetHom
         return Ok((PageStore::new(pages), BudgetHome::Sqlite(conn)));
     };
     let pages = open_postgres(pg).await?;
-    let home = BudgetHome::Postgres(pages.control().clone(), pg.server_clock);
+    let home = BudgetHome::Postgres(pages.control().clone(), pg.server_clock, pages.epoch_cell());
     tracing::info!(
         postgres = %pg.describe(),
         tls = pg.tls(),

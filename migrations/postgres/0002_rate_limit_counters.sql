@@ -31,7 +31,8 @@ CREATE INDEX rate_limit_counters_window_start ON rate_limit_counters (window_sta
 -- distinct keys, sorted.
 -- Returns per request, in order: the 1-based number of the window that refused a
 -- spend (0 otherwise), each window's count after, the seconds the windows were
--- aligned with, and the corpus generation.
+-- aligned with, the corpus generation and the server's start time in microseconds
+-- (which history that generation belongs to).
 CREATE FUNCTION budget_apply(
     p_now     bigint[],
     p_modes   text[],
@@ -40,7 +41,8 @@ CREATE FUNCTION budget_apply(
     p_seconds bigint[],
     p_limits  bigint[],
     p_buckets text[]
-) RETURNS TABLE (refused integer, counts bigint[], at bigint, generation bigint)
+) RETURNS TABLE (refused integer, counts bigint[], at bigint, generation bigint,
+                 started bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
     server bigint := floor(extract(epoch FROM clock_timestamp()))::bigint;
@@ -49,6 +51,7 @@ DECLARE
     held   bigint[];
     dirty  boolean[];
     gen    bigint;
+    up     bigint := (extract(epoch FROM pg_postmaster_start_time()) * 1e6)::bigint;
     first  integer := 1;
     r      integer;
     i      integer;
@@ -101,6 +104,7 @@ BEGIN
         counts := cs;
         at := now_s;
         generation := gen;
+        started := up;
         RETURN NEXT;
         first := first + p_windows[r];
     END LOOP;

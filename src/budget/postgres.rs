@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::error::StoreError;
 use super::{BucketKeys, Budget, Decision};
+use crate::page_store::postgres::Epoch;
 use crate::pg::{CallError, Pg, PgError};
 
 /// Connections of the budget and generation pool.
@@ -78,11 +79,12 @@ pub struct PgCounters {
 impl PgCounters {
     /// Counters behind `pg` (a pool of its own, see [`CONNECTIONS`]); windows
     /// follow the database server's clock when `server_clock`, else the `now`
-    /// each caller passes (tests with a manual clock). Starts the batching task on
-    /// the current Tokio runtime.
-    pub fn new(pg: Pg, server_clock: bool) -> Self {
+    /// each caller passes (tests with a manual clock). Every call notes in `epoch`
+    /// which server answered it (the page store's history, [`Epoch`]). Starts the
+    /// batching task on the current Tokio runtime.
+    pub fn new(pg: Pg, server_clock: bool, epoch: Epoch) -> Self {
         let (queue, requests) = mpsc::unbounded_channel();
-        tokio::spawn(decide_batches(pg, server_clock, requests));
+        tokio::spawn(decide_batches(pg, server_clock, epoch, requests));
         Self { queue }
     }
 
@@ -172,6 +174,7 @@ impl PgCounters {
 async fn decide_batches(
     pg: Pg,
     server_clock: bool,
+    epoch: Epoch,
     mut requests: mpsc::UnboundedReceiver<Request>,
 ) {
     while let Some(first) = requests.recv().await {
@@ -188,7 +191,8 @@ async fn decide_batches(
             continue;
         }
         match apply(&pg, server_clock, &batch).await {
-            Ok(answers) => {
+            Ok((answers, started)) => {
+                epoch.saw(started);
                 for (request, answer) in batch.into_iter().zip(answers) {
                     let _ = request.answer.send(Ok(answer));
                 }
@@ -203,7 +207,12 @@ async fn decide_batches(
 }
 
 /// One `budget_apply` call for `batch`.
-async fn apply(pg: &Pg, server_clock: bool, batch: &[Request]) -> Result<Vec<Answer>, PgError> {
+/// Also the server's start time (µs, [`Epoch`]).
+async fn apply(
+    pg: &Pg,
+    server_clock: bool,
+    batch: &[Request],
+) -> Result<(Vec<Answer>, i64), PgError> {
     // Distinct keys, sorted (the lock order), and each entry's 1-based slot.
     let mut slots: BTreeMap<&str, i32> = BTreeMap::new();
     for request in batch {
@@ -236,7 +245,7 @@ async fn apply(pg: &Pg, server_clock: bool, batch: &[Request]) -> Result<Vec<Ans
             Box::pin(async move {
                 let statement = c
                     .prepare_cached(
-                        "SELECT refused, counts, at, generation
+                        "SELECT refused, counts, at, generation, started
                          FROM budget_apply($1, $2, $3, $4, $5, $6, $7)",
                     )
                     .await?;
@@ -265,7 +274,8 @@ async fn apply(pg: &Pg, server_clock: bool, batch: &[Request]) -> Result<Vec<Ans
             batch.len()
         )));
     }
-    Ok(rows
+    let started = rows[0].get(4);
+    let answers = rows
         .iter()
         .map(|row| {
             let refused: i32 = row.get(0);
@@ -276,5 +286,6 @@ async fn apply(pg: &Pg, server_clock: bool, batch: &[Request]) -> Result<Vec<Ans
                 generation: row.get(3),
             }
         })
-        .collect())
+        .collect();
+    Ok((answers, started))
 }

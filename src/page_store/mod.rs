@@ -100,6 +100,15 @@ pub trait PageBackend: Send + Sync + 'static {
     /// The corpus generation now (committed changes only).
     fn generation(&self) -> StoreFuture<'_, i64>;
 
+    /// Which history the generations read last belong to: a number that changes
+    /// when the database may have lost or rewritten generations already seen (a
+    /// server restored from a backup, a failover to a copy that had not received
+    /// every commit), so snapshots built before must be rebuilt in full rather than
+    /// followed. A store whose history cannot fork answers a constant.
+    fn epoch(&self) -> u64 {
+        0
+    }
+
     /// Every candidate ordered by id, with the generation they were read at (one
     /// snapshot of the database).
     fn candidates(&self) -> StoreFuture<'_, (i64, Vec<Candidate>)>;
@@ -231,6 +240,11 @@ impl PageStore {
     /// [`PageBackend::generation`].
     pub async fn generation(&self) -> Result<i64, PageStoreError> {
         self.observe(self.backend.generation().await)
+    }
+
+    /// [`PageBackend::epoch`].
+    pub fn epoch(&self) -> u64 {
+        self.backend.epoch()
     }
 
     /// [`PageBackend::candidates`].

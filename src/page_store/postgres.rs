@@ -58,6 +58,27 @@ pub struct PostgresPages {
     /// writes holding every connection of `pg` never hold a search up.
     control: Pg,
     generations: mpsc::UnboundedSender<oneshot::Sender<Result<i64, PgError>>>,
+    /// The history of the generations read last ([`PageBackend::epoch`]).
+    epoch: Epoch,
+}
+
+/// The start time (µs) of the server that answered the last generation read, shared
+/// with the budget calls that read the generation too: a server restored from a
+/// backup or promoted after a failover started at another time, and its generations
+/// may not be the ones this process followed.
+#[derive(Clone, Default)]
+pub struct Epoch(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl Epoch {
+    /// Notes the start time of the server that answered a generation read.
+    pub fn saw(&self, started_us: i64) {
+        self.0
+            .store(started_us as u64, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 impl PostgresPages {
@@ -66,12 +87,19 @@ impl PostgresPages {
     /// reads. Starts the generation reader on the current Tokio runtime.
     pub fn new(pg: Pg, control: Pg) -> Self {
         let (generations, waiting) = mpsc::unbounded_channel();
-        tokio::spawn(read_generations(control.clone(), waiting));
+        let epoch = Epoch::default();
+        tokio::spawn(read_generations(control.clone(), epoch.clone(), waiting));
         Self {
             pg,
             control,
             generations,
+            epoch,
         }
+    }
+
+    /// The epoch cell, for budget calls that read the generation too.
+    pub fn epoch_cell(&self) -> Epoch {
+        self.epoch.clone()
     }
 
     /// Pools for `settings`' server (connected lazily) and its migrations applied.
@@ -102,6 +130,7 @@ impl PostgresPages {
 /// once, answers them all.
 async fn read_generations(
     pg: Pg,
+    epoch: Epoch,
     mut waiting: mpsc::UnboundedReceiver<oneshot::Sender<Result<i64, PgError>>>,
 ) {
     while let Some(first) = waiting.recv().await {
@@ -113,28 +142,41 @@ async fn read_generations(
         if batch.is_empty() {
             continue;
         }
-        let read = read_generation(&pg).await;
+        let read = read_generation(&pg).await.map(|(generation, started)| {
+            epoch.saw(started);
+            generation
+        });
         for waiter in batch {
             let _ = waiter.send(read.clone());
         }
     }
 }
 
-/// The counter, on a server that is not in recovery (a demoted primary still
-/// answers reads, from a copy that may lag: its connection is dropped instead).
-pub async fn read_generation(pg: &Pg) -> Result<i64, PgError> {
+/// The counter, from a server that takes writes: a server in recovery (a standby,
+/// a demoted primary) or a session that became read-only still answers reads, but
+/// from a copy that may lag the primary's writes, so its connection is dropped and
+/// the call answers unavailable instead (the next one connects afresh, to a
+/// writable server only).
+///
+/// Returns the generation and the server's start time (µs, see [`Epoch`]).
+pub async fn read_generation(pg: &Pg) -> Result<(i64, i64), PgError> {
     pg.run(|c| {
         Box::pin(async move {
             let statement = c
                 .prepare_cached(
-                    "SELECT generation, pg_is_in_recovery() FROM corpus_generation WHERE id = 1",
+                    "SELECT generation,
+                            pg_is_in_recovery() OR current_setting('transaction_read_only')::bool,
+                            (extract(epoch FROM pg_postmaster_start_time()) * 1e6)::bigint
+                     FROM corpus_generation WHERE id = 1",
                 )
                 .await?;
             let row = c.query_one(&statement, &[]).await?;
             if row.get::<_, bool>(1) {
-                return Err(CallError::Stale("the server is in recovery (a standby)"));
+                return Err(CallError::Stale(
+                    "the server is read-only (a standby, or a demoted primary)",
+                ));
             }
-            Ok(row.get(0))
+            Ok((row.get(0), row.get(2)))
         })
     })
     .await
@@ -488,6 +530,10 @@ impl PageBackend for PostgresPages {
             Ok(generation)
         }
         .boxed()
+    }
+
+    fn epoch(&self) -> u64 {
+        self.epoch.get()
     }
 
     fn candidates(&self) -> StoreFuture<'_, (i64, Vec<Candidate>)> {

@@ -148,8 +148,9 @@ pub enum Pages {
 #[derive(Debug, Clone)]
 pub enum PagesDb {
     Sqlite(PathBuf),
+    /// The database's URL (as the superuser) and name.
     Postgres {
-        server: &'static PostgresServer,
+        url: String,
         db: String,
     },
 }
@@ -229,18 +230,30 @@ pub async fn spawn_replica(of: &TestApp, configure: impl FnOnce(&mut Settings)) 
     let PagesDb::Postgres { db, .. } = &of.pages_db else {
         panic!("replicas share a PostgreSQL database")
     };
+    let pg = pg_settings(pg_server::shared(), db);
     spawn_app_over(
         Pages::Postgres,
-        Some(db.clone()),
+        Some((pg, db.clone())),
         Store::Postgres,
         configure,
     )
     .await
 }
 
+/// An app over the (seeded) PostgreSQL database of `pg`, its budget there too.
+pub async fn spawn_app_configured(
+    pg: agent_pages::pg::PgSettings,
+    configure: impl FnOnce(&mut Settings),
+) -> TestApp {
+    let db = pg.describe().rsplit('/').next().unwrap().to_owned();
+    spawn_app_over(Pages::Postgres, Some((pg, db)), Store::Postgres, configure).await
+}
+
+/// The app over `pages`: a fresh SQLite file or PostgreSQL database holding
+/// [`PAGES`], or the PostgreSQL database `existing` names (its settings and name).
 async fn spawn_app_over(
     pages: Pages,
-    existing: Option<String>,
+    existing: Option<(agent_pages::pg::PgSettings, String)>,
     store: Store,
     configure: impl FnOnce(&mut Settings),
 ) -> TestApp {
@@ -253,13 +266,10 @@ async fn spawn_app_over(
             (PagesDb::Sqlite(db_path.clone()), None, store)
         }
         Pages::Postgres => {
-            let server = pg_server::shared();
             let (db, pg) = match existing {
-                Some(db) => {
-                    let pg = pg_settings(server, &db);
-                    (db, pg)
-                }
+                Some((pg, db)) => (db, pg),
                 None => {
+                    let server = pg_server::shared();
                     let db = server.create_database();
                     let pg = pg_settings(server, &db);
                     import_into_postgres(&pg, PAGES, T0 - 100).await;
@@ -271,7 +281,14 @@ async fn spawn_app_over(
             } else {
                 Store::Postgres
             };
-            (PagesDb::Postgres { server, db }, Some(pg), store)
+            (
+                PagesDb::Postgres {
+                    url: pg.url().to_owned(),
+                    db,
+                },
+                Some(pg),
+                store,
+            )
         }
     };
     let clock = ManualClock::new(T0);
@@ -500,7 +517,7 @@ impl TestApp {
     pub fn sql(&self, statements: &str) {
         match &self.pages_db {
             PagesDb::Sqlite(_) => self.conn().execute_batch(statements).unwrap(),
-            PagesDb::Postgres { server, db } => server.sql(db, statements),
+            PagesDb::Postgres { url, .. } => pg_server::sql_at(url, statements),
         }
     }
 
@@ -531,7 +548,7 @@ impl TestApp {
                 .collect::<Result<_, _>>()
                 .unwrap()
             }
-            PagesDb::Postgres { server, db } => server.text_rows(db, query),
+            PagesDb::Postgres { url, .. } => pg_server::text_rows_at(url, query),
         }
     }
 
@@ -555,10 +572,10 @@ impl TestApp {
                 locker.execute_batch("BEGIN IMMEDIATE").unwrap();
                 self.locker = Some(locker);
             }
-            (None, PagesDb::Postgres { server, db }) => {
+            (None, PagesDb::Postgres { url, .. }) => {
                 // Another session holds the counters' table lock past the statement
                 // deadline (a call waits on it, then times out).
-                let url = server.url(db);
+                let url = url.clone();
                 let (release, released) = std::sync::mpsc::channel::<()>();
                 let (locked, is_locked) = std::sync::mpsc::channel::<()>();
                 let holder = std::thread::spawn(move || {

@@ -72,6 +72,8 @@ mod search_cache;
 #[path = "../search/matrix.rs"]
 mod search_matrix;
 
+mod faults;
 mod follow;
+mod forwarder;
 mod replicas;
 mod store;

@@ -223,64 +223,13 @@ impl PostgresServer {
     /// Runs `sql` (one or more statements, no results) in database `db`, on a thread
     /// of its own (so it can be called from async tests). Panics on error.
     pub fn sql(&self, db: &str, sql: &str) {
-        let (url, sql) = (self.url(db), sql.to_owned());
-        std::thread::spawn(move || {
-            let mut client = postgres::Client::connect(&url, postgres::NoTls)
-                .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
-            client
-                .batch_execute(&sql)
-                .unwrap_or_else(|e| panic!("{sql}: {e}"));
-        })
-        .join()
-        .unwrap_or_else(|_| panic!("SQL failed"));
-    }
-
-    /// The rows of `query` in database `db`, each column read with `read` (run on a
-    /// thread of its own). Panics on error.
-    pub fn query<T: Send + 'static>(
-        &self,
-        db: &str,
-        query: &str,
-        read: fn(&postgres::Row) -> T,
-    ) -> Vec<T> {
-        let (url, query) = (self.url(db), query.to_owned());
-        std::thread::spawn(move || {
-            let mut client = postgres::Client::connect(&url, postgres::NoTls)
-                .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
-            client
-                .query(&query, &[])
-                .unwrap_or_else(|e| panic!("{query}: {e}"))
-                .iter()
-                .map(read)
-                .collect()
-        })
-        .join()
-        .unwrap_or_else(|_| panic!("query failed"))
+        sql_at(&self.url(db), sql)
     }
 
     /// The rows of `query` in database `db`, every value as text (`None` for NULL),
     /// read with the simple query protocol on a thread of its own. Panics on error.
     pub fn text_rows(&self, db: &str, query: &str) -> Vec<Vec<Option<String>>> {
-        let (url, query) = (self.url(db), query.to_owned());
-        std::thread::spawn(move || {
-            let mut client = postgres::Client::connect(&url, postgres::NoTls)
-                .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
-            client
-                .simple_query(&query)
-                .unwrap_or_else(|e| panic!("{query}: {e}"))
-                .iter()
-                .filter_map(|m| match m {
-                    postgres::SimpleQueryMessage::Row(row) => Some(
-                        (0..row.len())
-                            .map(|i| row.get(i).map(str::to_owned))
-                            .collect(),
-                    ),
-                    _ => None,
-                })
-                .collect()
-        })
-        .join()
-        .unwrap_or_else(|_| panic!("query failed"))
+        text_rows_at(&self.url(db), query)
     }
 
     /// The server's log so far.
@@ -299,6 +248,44 @@ impl Drop for PostgresServer {
                 .output();
         }
     }
+}
+
+/// [`PostgresServer::sql`] on the database at `url`.
+pub fn sql_at(url: &str, sql: &str) {
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
+        client
+            .batch_execute(&sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    })
+    .join()
+    .unwrap_or_else(|_| panic!("SQL failed"));
+}
+
+/// [`PostgresServer::text_rows`] on the database at `url`.
+pub fn text_rows_at(url: &str, query: &str) -> Vec<Vec<Option<String>>> {
+    let (url, query) = (url.to_owned(), query.to_owned());
+    std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
+        client
+            .simple_query(&query)
+            .unwrap_or_else(|e| panic!("{query}: {e}"))
+            .iter()
+            .filter_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(row) => Some(
+                    (0..row.len())
+                        .map(|i| row.get(i).map(str::to_owned))
+                        .collect(),
+                ),
+                _ => None,
+            })
+            .collect()
+    })
+    .join()
+    .unwrap_or_else(|_| panic!("query failed"))
 }
 
 static SHARED: OnceLock<PostgresServer> = OnceLock::new();
