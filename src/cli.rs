@@ -1,5 +1,5 @@
-//! The command line: `serve`, `import FILE`, `migrate`, `copy` (clap, `--help` on
-//! each).
+//! The command line: `serve`, `import FILE`, `migrate`, `copy`, `mcp --url URL`
+//! (clap, `--help` on each).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,6 +51,13 @@ enum Command {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+    /// Serve MCP on stdin/stdout, relaying every tool call to a running service's
+    /// `/mcp` (for agents that launch their tools as local processes).
+    Mcp {
+        /// The service's MCP endpoint, e.g. `https://pages.example/mcp`.
+        #[arg(long, env = "AGENT_PAGES_MCP_URL")]
+        url: String,
+    },
 }
 
 /// Parses the command line, runs the command, and maps failure to an exit code:
@@ -84,6 +91,7 @@ pub fn main() -> ExitCode {
             ),
             Err(e) => return config_error(&e.to_string()),
         },
+        Command::Mcp { url } => crate::mcp::bridge::run(&url),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -13,6 +13,7 @@ use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
 use crate::client_ip::TrustedProxies;
 use crate::clock::{Clock, SystemClock};
+use crate::mcp::transport::AllowedOrigins;
 use crate::pg::PgSettings;
 use crate::request_limits::RequestLimits;
 
@@ -21,6 +22,11 @@ pub const DEFAULT_DATABASE: &str = "data/agent-pages.sqlite3";
 
 /// Failed PIN checks a client may have in one hour window; the next check is refused.
 pub const PIN_FAILURES_PER_HOUR: u32 = 10;
+
+/// Failed PIN checks one page may take in one hour window, from all clients
+/// together (`PIN_FAILURES_PER_PAGE_PER_HOUR`); the next check of that page is
+/// refused for everyone until the window ends.
+pub const PIN_FAILURES_PER_PAGE_PER_HOUR: u32 = 20;
 
 /// Flags shared by every subcommand that opens the database.
 #[derive(Debug, Clone, clap::Args)]
@@ -34,6 +40,10 @@ pub struct DatabaseArgs {
     /// replicas on several hosts share them. Unset: SQLite.
     #[arg(long, env = "AGENT_PAGES_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+    /// A file holding the PostgreSQL URL (a Docker or Kubernetes secret), read when
+    /// AGENT_PAGES_DATABASE_URL is not set.
+    #[arg(long, env = "AGENT_PAGES_DATABASE_URL_FILE")]
+    pub database_url_file: Option<PathBuf>,
     /// PostgreSQL connections per process.
     #[arg(long, env = "AGENT_PAGES_DATABASE_POOL", default_value = "16")]
     pub database_pool: String,
@@ -50,16 +60,25 @@ impl DatabaseArgs {
     /// Errors: the URL, pool size or deadline is not usable (the URL is never
     /// repeated: it may hold a password).
     pub fn postgres(&self) -> Result<Option<PgSettings>, ConfigError> {
-        let Some(url) = self
+        let given = self
             .database_url
             .as_deref()
             .map(str::trim)
-            .filter(|url| !url.is_empty())
-        else {
-            return Ok(None);
+            .filter(|url| !url.is_empty());
+        let (variable, url) = match (given, &self.database_url_file) {
+            (Some(url), _) => ("AGENT_PAGES_DATABASE_URL", url.to_owned()),
+            (None, Some(file)) => {
+                let url = std::fs::read_to_string(file).map_err(|e| ConfigError {
+                    variable: "AGENT_PAGES_DATABASE_URL_FILE",
+                    value: file.display().to_string(),
+                    reason: format!("cannot be read ({e})"),
+                })?;
+                ("AGENT_PAGES_DATABASE_URL_FILE", url.trim().to_owned())
+            }
+            (None, None) => return Ok(None),
         };
-        let mut settings = PgSettings::parse(url).map_err(|reason| ConfigError {
-            variable: "AGENT_PAGES_DATABASE_URL",
+        let mut settings = PgSettings::parse(&url).map_err(|reason| ConfigError {
+            variable,
             value: "<hidden>".into(),
             reason,
         })?;
@@ -135,6 +154,15 @@ pub struct ServeArgs {
     /// (`budget-unavailable`) without the budget.
     #[arg(long, env = "AGENT_PAGES_REDIS_TIMEOUT_MS", default_value = "50")]
     pub redis_timeout_ms: String,
+    /// Wrong PINs one page may take per hour from all clients together; past it
+    /// every PIN check of that page is answered 429 until the hour ends.
+    #[arg(long, env = "PIN_FAILURES_PER_PAGE_PER_HOUR", default_value = "20")]
+    pub pin_failures_per_page_per_hour: String,
+    /// Comma-separated browser origins (`https://app.example`) that may call
+    /// `/mcp` beside the service's own, or `*` for any; requests without an
+    /// `Origin` header (agents, command-line clients) are always served.
+    #[arg(long, env = "AGENT_PAGES_MCP_ALLOWED_ORIGINS", default_value = "")]
+    pub mcp_allowed_origins: String,
 }
 
 /// A configuration value that cannot be used; the message names the variable.
@@ -165,10 +193,15 @@ pub struct Settings {
     pub publish_budget: Budget,
     /// Failed PIN checks per client and hour.
     pub pin_failure_budget: Budget,
+    /// Failed PIN checks per page and hour, from all clients:
+    /// `PIN_FAILURES_PER_PAGE_PER_HOUR`.
+    pub pin_page_failure_budget: Budget,
     /// The shared budget store; `None` keeps the counters in the SQLite file.
     pub redis: Option<RedisSettings>,
     pub trusted_proxies: TrustedProxies,
     pub requests: RequestLimits,
+    /// Browser origins `/mcp` serves beside the service's own.
+    pub mcp_allowed_origins: AllowedOrigins,
     /// The clock budgets are counted with; tests inject a manual one.
     pub clock: Arc<dyn Clock>,
     /// Test-only fault injection: called with the match copy at the start of every
@@ -211,9 +244,11 @@ impl Settings {
             search_budget: Budget::search(20, 200),
             publish_budget: Budget::publish(30, 300),
             pin_failure_budget: Budget::pin_failures(PIN_FAILURES_PER_HOUR),
+            pin_page_failure_budget: Budget::pin_page_failures(PIN_FAILURES_PER_PAGE_PER_HOUR),
             redis: None,
             trusted_proxies: TrustedProxies::default(),
             requests: RequestLimits::default(),
+            mcp_allowed_origins: AllowedOrigins::default(),
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,
@@ -324,9 +359,22 @@ impl Settings {
             search_budget,
             publish_budget,
             pin_failure_budget: Budget::pin_failures(PIN_FAILURES_PER_HOUR),
+            pin_page_failure_budget: Budget::pin_page_failures(number(
+                "PIN_FAILURES_PER_PAGE_PER_HOUR",
+                &args.pin_failures_per_page_per_hour,
+                1,
+                1_000_000,
+            )?),
             redis,
             trusted_proxies,
             requests,
+            mcp_allowed_origins: args.mcp_allowed_origins.parse().map_err(
+                |e: crate::mcp::transport::InvalidOrigin| ConfigError {
+                    variable: "AGENT_PAGES_MCP_ALLOWED_ORIGINS",
+                    value: args.mcp_allowed_origins.clone(),
+                    reason: e.to_string(),
+                },
+            )?,
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,
@@ -396,6 +444,79 @@ mod tests {
     }
 
     #[test]
+    fn a_database_url_selects_postgresql_with_its_pool_and_deadline() {
+        let s = parse(&[
+            "--database-url",
+            "postgres://app:pw@db:5432/pages?sslmode=verify-full",
+            "--database-pool",
+            "7",
+            "--database-timeout-ms",
+            "1500",
+        ])
+        .unwrap();
+        let pg = s.postgres.unwrap();
+        assert_eq!(
+            (pg.pool_size, pg.statement_timeout, pg.tls()),
+            (7, std::time::Duration::from_millis(1500), true)
+        );
+        assert_eq!(pg.describe(), "db:5432/pages");
+        assert!(parse(&[]).unwrap().postgres.is_none());
+        assert!(parse(&["--database-url", " "]).unwrap().postgres.is_none());
+    }
+
+    #[test]
+    fn a_bad_database_setting_names_its_variable_and_never_the_password() {
+        for (flags, variable) in [
+            (
+                &["--database-url", "mysql://app:s3cret@db/pages"][..],
+                "AGENT_PAGES_DATABASE_URL",
+            ),
+            (
+                &["--database-url", "postgres://app:s3cret@db:x/pages"],
+                "AGENT_PAGES_DATABASE_URL",
+            ),
+            (
+                &["--database-url", "postgres://db/p", "--database-pool", "0"],
+                "AGENT_PAGES_DATABASE_POOL",
+            ),
+            (
+                &[
+                    "--database-url",
+                    "postgres://db/p",
+                    "--database-timeout-ms",
+                    "x",
+                ],
+                "AGENT_PAGES_DATABASE_TIMEOUT_MS",
+            ),
+            (
+                &["--database-url-file", "/nonexistent/url"],
+                "AGENT_PAGES_DATABASE_URL_FILE",
+            ),
+        ] {
+            let err = parse(flags).err().unwrap();
+            assert_eq!(err.variable, variable, "{flags:?}");
+            assert!(!err.to_string().contains("s3cret"), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_url_can_come_from_a_secret_file_and_is_never_echoed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("url");
+        std::fs::write(&file, "postgres://app:s3cret@db/pages\n").unwrap();
+        let path = file.to_str().unwrap();
+        let pg = parse(&["--database-url-file", path])
+            .unwrap()
+            .postgres
+            .unwrap();
+        assert_eq!(pg.describe(), "db:5432/pages");
+        std::fs::write(&file, "postgres://app:s3cret@db:port/pages").unwrap();
+        let err = parse(&["--database-url-file", path]).err().unwrap();
+        assert_eq!(err.variable, "AGENT_PAGES_DATABASE_URL_FILE");
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+    }
+
+    #[test]
     fn a_bad_redis_url_names_its_variable_and_hides_the_password() {
         for url in ["http://:s3cret@cache", "redis://:s3cret@cache:6379/x"] {
             let err = parse(&["--redis-url", url]).err().unwrap();
@@ -421,6 +542,16 @@ mod tests {
     }
 
     #[test]
+    fn the_per_page_pin_failure_bound_is_configurable_and_never_zero() {
+        let s = parse(&["--pin-failures-per-page-per-hour", "5"]).unwrap();
+        assert_eq!(s.pin_page_failure_budget, Budget::pin_page_failures(5));
+        let err = parse(&["--pin-failures-per-page-per-hour", "0"])
+            .err()
+            .unwrap();
+        assert_eq!(err.variable, "PIN_FAILURES_PER_PAGE_PER_HOUR");
+    }
+
+    #[test]
     fn a_zero_body_timeout_names_its_variable() {
         let err = parse(&["--body-timeout-secs", "0"]).err().unwrap();
         assert_eq!(err.variable, "AGENT_PAGES_BODY_TIMEOUT_SECS");
@@ -434,6 +565,10 @@ mod tests {
         assert_eq!(s.search, SearchSettings::default());
         assert_eq!(s.search_budget, Budget::search(20, 200));
         assert_eq!(s.publish_budget, Budget::publish(30, 300));
+        assert_eq!(
+            s.pin_page_failure_budget,
+            Budget::pin_page_failures(PIN_FAILURES_PER_PAGE_PER_HOUR)
+        );
         assert_eq!(s.requests, RequestLimits::default());
         assert!(s.trusted_proxies.is_empty());
     }

@@ -15,6 +15,7 @@ pub mod db;
 pub mod domain;
 pub mod import;
 pub mod markdown;
+pub mod mcp;
 pub mod metrics;
 pub mod page_store;
 pub mod pg;

@@ -150,11 +150,17 @@ impl Application {
         let search_budget = Arc::new(settings.search_budget.clone());
         let publish_budget = Arc::new(settings.publish_budget.clone());
         let pin_failure_budget = Arc::new(settings.pin_failure_budget.clone());
-        let horizon = [&search_budget, &publish_budget, &pin_failure_budget]
-            .iter()
-            .map(|b| b.horizon())
-            .max()
-            .unwrap_or(0);
+        let pin_page_failure_budget = Arc::new(settings.pin_page_failure_budget.clone());
+        let horizon = [
+            &search_budget,
+            &publish_budget,
+            &pin_failure_budget,
+            &pin_page_failure_budget,
+        ]
+        .iter()
+        .map(|b| b.horizon())
+        .max()
+        .unwrap_or(0);
         let policies = RateLimitPolicies::of(&search_budget, &publish_budget)
             .context("formatting RateLimit-Policy")?;
         let state = web::Data::new(AppState {
@@ -176,12 +182,14 @@ impl Application {
                 search: search_budget,
                 publish: publish_budget,
                 pin_failures: pin_failure_budget,
+                pin_page_failures: pin_page_failure_budget,
                 policies,
             },
             api: ApiState {
                 bodies: crate::request_limits::BodyGate::new(settings.requests),
                 hash_slots: Default::default(),
                 pin_turns: Default::default(),
+                page_pin_turns: Default::default(),
             },
             templates: templates::load().context("parsing templates")?,
             trusted_proxies: settings.trusted_proxies.clone(),
@@ -199,6 +207,10 @@ impl Application {
             .with_context(|| format!("binding {}", settings.bind))?;
         let address = listener.local_addr()?;
         let server_state = state.clone();
+        let mcp = web::Data::new(crate::mcp::transport::Endpoint::new(
+            state.clone(),
+            settings.mcp_allowed_origins.clone(),
+        ));
         let server = HttpServer::new(move || {
             App::new()
                 // Innermost first: HEAD is routed as GET before any route is matched.
@@ -211,6 +223,7 @@ impl Application {
                 ))
                 .wrap(TracingLogger::<PathOnlyRootSpan>::new())
                 .app_data(server_state.clone())
+                .app_data(mcp.clone())
                 .configure(routes_config)
         });
         let server = with_deadlines!(server).listen(listener)?.run();
@@ -318,14 +331,16 @@ async fn open_pages(settings: &Settings) -> anyhow::Result<(PageStore, BudgetHom
 }
 
 /// [`PostgresPages::open`], retried each second for [`POSTGRES_START_WAIT`] while
-/// the server does not answer (the first failure is logged).
+/// the server does not take connections (not running or starting up yet; the
+/// first failure is logged). Anything else (a refused password, an untrusted
+/// certificate, a failed migration) stops at once.
 pub async fn open_postgres(pg: &PgSettings) -> anyhow::Result<PostgresPages> {
     let started = std::time::Instant::now();
     let mut logged = false;
     loop {
         match PostgresPages::open(pg).await {
             Ok(pages) => return Ok(pages),
-            Err(crate::pg::PgError::Unavailable(e)) if started.elapsed() < POSTGRES_START_WAIT => {
+            Err(e) if e.is_down() && started.elapsed() < POSTGRES_START_WAIT => {
                 if !logged {
                     tracing::warn!(
                         postgres = %pg.describe(),
@@ -356,6 +371,7 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
         .route("/favicon.ico", web::get().to(routes::assets::favicon_ico))
         .route("/robots.txt", web::get().to(routes::assets::robots))
         .service(routes::api::scope())
+        .route("/mcp", web::to(crate::mcp::transport::mcp))
         .default_service(web::to(routes::not_found));
 }
 

@@ -82,6 +82,9 @@ pub struct ApiState {
     pub hash_slots: crate::pin::HashSlots,
     /// One PIN check at a time per client (striped), so the failure limit holds.
     pub pin_turns: crate::pin::PinTurns,
+    /// One PIN check at a time per page (striped), taken after the client's turn,
+    /// so the per-page failure limit holds under guesses from many clients at once.
+    pub page_pin_turns: crate::pin::PinTurns,
 }
 
 /// The `RateLimit-Policy` header values of the budgets answers carry
@@ -107,7 +110,7 @@ impl RateLimitPolicies {
     }
 }
 
-/// The three budgets, shared with the store calls that count them, and the store.
+/// The budgets, shared with the store calls that count them, and the store.
 #[derive(Clone)]
 pub struct Budgets {
     /// The counters of every budget (SQLite via the RateLimiter actor, or Redis).
@@ -116,8 +119,11 @@ pub struct Budgets {
     pub search: Arc<Budget>,
     /// API page writes: create, update, archive, claim.
     pub publish: Arc<Budget>,
-    /// Failed PIN checks, counted after each failure.
+    /// Failed PIN checks of a client, counted after each failure.
     pub pin_failures: Arc<Budget>,
+    /// Failed PIN checks against a page from all clients, counted after each
+    /// failure beside the client's.
+    pub pin_page_failures: Arc<Budget>,
     /// `RateLimit-Policy` of the search and publish budgets, formatted once (they
     /// never change while the server runs).
     pub policies: RateLimitPolicies,

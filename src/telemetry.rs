@@ -35,30 +35,23 @@ impl LogFormat {
 }
 
 /// The filter from `RUST_LOG`, `info` when unset or unparseable, with
-/// [`filter`]'s limits.
+/// [`capped`]'s limits.
 pub fn env_filter() -> EnvFilter {
-    let directives = std::env::var("RUST_LOG").unwrap_or_default();
-    filter(if directives.trim().is_empty() {
-        "info"
-    } else {
-        &directives
+    capped(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+}
+
+/// `filter` with the libraries that log what they carry below `info` held at
+/// `info`, whatever `RUST_LOG` says ([`HELD_AT_INFO`]).
+pub fn capped(filter: EnvFilter) -> EnvFilter {
+    HELD_AT_INFO.iter().fold(filter, |filter, target| {
+        filter.add_directive(format!("{target}=info").parse().expect("a valid directive"))
     })
 }
 
-/// Libraries that log what they carry below `info`, held at `info` whatever the
-/// directives say: tokio-postgres logs every statement's parameters at `debug`
-/// (page bodies, PIN hashes on the way in), and those never reach a log.
-const HELD_AT_INFO: &[&str] = &["tokio_postgres", "postgres"];
-
-/// An `EnvFilter` of `directives` (`RUST_LOG` syntax; `info` when they do not
-/// parse), with the libraries of [`HELD_AT_INFO`] never below `info`.
-pub fn filter(directives: &str) -> EnvFilter {
-    let mut filter = EnvFilter::try_new(directives).unwrap_or_else(|_| EnvFilter::new("info"));
-    for target in HELD_AT_INFO {
-        filter = filter.add_directive(format!("{target}=info").parse().expect("a valid directive"));
-    }
-    filter
-}
+/// Held at `info`: the MCP SDK logs whole requests at debug (tool arguments: PINs,
+/// queries); tokio-postgres (and its blocking wrapper) every statement's parameters
+/// (page bodies, PIN hashes on the way in). Neither may ever be written.
+pub const HELD_AT_INFO: &[&str] = &["rmcp", "tokio_postgres", "postgres"];
 
 /// Installs the global subscriber writing to `writer` through `filter`.
 /// Errors if a global subscriber is already set.
@@ -95,5 +88,46 @@ impl RootSpanBuilder for PathOnlyRootSpan {
 
     fn on_request_end<B: MessageBody>(span: Span, outcome: &Result<ServiceResponse<B>, Error>) {
         DefaultRootSpanBuilder::on_request_end(span, outcome);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    #[test]
+    fn the_mcp_sdk_never_logs_below_info_whatever_the_filter_says() {
+        for asked in ["trace", "debug,rmcp=trace", "rmcp=debug,debug"] {
+            let written = Arc::new(Mutex::new(Vec::<u8>::new()));
+            let sink = written.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_env_filter(capped(EnvFilter::new(asked)))
+                .with_writer(move || Sink(sink.clone()))
+                .finish();
+            tracing::subscriber::with_default(subscriber, || {
+                tracing::debug!(target: "rmcp::service", "received request: secret-pin");
+                tracing::info!(target: "rmcp::service", "serve finished");
+                tracing::debug!(target: "agent_pages::x", "ours at debug");
+            });
+            let text = String::from_utf8_lossy(&written.lock().unwrap()).into_owned();
+            assert!(!text.contains("secret-pin"), "{asked}: {text}");
+            assert!(text.contains("serve finished"), "{asked}: {text}");
+            assert!(text.contains("ours at debug"), "{asked}: {text}");
+        }
+    }
+
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
     }
 }

@@ -53,6 +53,7 @@ fn every_subcommand_has_help() {
         &["serve", "--help"],
         &["import", "--help"],
         &["migrate", "--help"],
+        &["mcp", "--help"],
     ] {
         let out = Command::new(BIN).args(args).output().unwrap();
         assert!(out.status.success(), "{args:?}");
@@ -72,6 +73,7 @@ fn a_bad_setting_stops_start_up_with_one_line_naming_the_variable() {
         ("SEARCH_RATE_PER_MINUTE", "many"),
         ("AGENT_PAGES_BIND", "nowhere"),
         ("AGENT_PAGES_LOG_FORMAT", "xml"),
+        ("AGENT_PAGES_MCP_ALLOWED_ORIGINS", "app.example"),
     ] {
         let out = agent_pages(dir.path())
             .arg("serve")
@@ -249,4 +251,28 @@ fn a_kill_9_right_after_a_burst_of_answers_loses_none_of_their_counts() {
         })
         .unwrap();
     assert_eq!(counted, spent, "every answered search is counted on disk");
+}
+
+#[test]
+fn the_mcp_bridge_without_a_service_fails_naming_the_url() {
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let dir = tempfile::tempdir().unwrap();
+    let out = agent_pages(dir.path())
+        .args(["mcp", "--url", &url])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stdout.is_empty(),
+        "stdout is the protocol: nothing else on it"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&url), "{stderr}");
 }

@@ -31,8 +31,9 @@ CREATE INDEX rate_limit_counters_window_start ON rate_limit_counters (window_sta
 -- distinct keys, sorted.
 -- Returns per request, in order: the 1-based number of the window that refused a
 -- spend (0 otherwise), each window's count after, the seconds the windows were
--- aligned with, the corpus generation and the server's start time in microseconds
--- (which history that generation belongs to).
+-- aligned with and the microseconds past that second (0 with the caller's clock),
+-- the corpus generation and the server's start time in microseconds (which history
+-- that generation belongs to).
 CREATE FUNCTION budget_apply(
     p_now     bigint[],
     p_modes   text[],
@@ -41,11 +42,12 @@ CREATE FUNCTION budget_apply(
     p_seconds bigint[],
     p_limits  bigint[],
     p_buckets text[]
-) RETURNS TABLE (refused integer, counts bigint[], at bigint, generation bigint,
-                 started bigint)
+) RETURNS TABLE (refused integer, counts bigint[], at bigint, micros bigint,
+                 generation bigint, started bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-    server bigint := floor(extract(epoch FROM clock_timestamp()))::bigint;
+    server_us bigint := floor(extract(epoch FROM clock_timestamp()) * 1e6)::bigint;
+    server bigint := server_us / 1000000;
     now_s  bigint;
     starts bigint[];
     held   bigint[];
@@ -103,6 +105,7 @@ BEGIN
         refused := ref;
         counts := cs;
         at := now_s;
+        micros := CASE WHEN p_now[r] IS NULL THEN server_us % 1000000 ELSE 0 END;
         generation := gen;
         started := up;
         RETURN NEXT;

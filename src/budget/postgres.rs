@@ -22,8 +22,11 @@ use std::collections::BTreeMap;
 
 use tokio::sync::{mpsc, oneshot};
 
+use std::time::Duration;
+
 use super::error::StoreError;
-use super::{BucketKeys, Budget, Decision};
+use super::store::StoreClock;
+use super::{BucketKeys, Budget, Decided, WindowCount};
 use crate::page_store::postgres::Epoch;
 use crate::pg::{CallError, Pg, PgError};
 
@@ -59,6 +62,9 @@ struct Answer {
     counts: Vec<i64>,
     /// The seconds the windows were aligned with.
     now: i64,
+    /// Microseconds past `now` when the server's clock was read (0 with the
+    /// caller's).
+    micros: i64,
     generation: i64,
 }
 
@@ -74,6 +80,7 @@ struct Request {
 #[derive(Clone)]
 pub struct PgCounters {
     queue: mpsc::UnboundedSender<Request>,
+    server_clock: bool,
 }
 
 impl PgCounters {
@@ -85,44 +92,72 @@ impl PgCounters {
     pub fn new(pg: Pg, server_clock: bool, epoch: Epoch) -> Self {
         let (queue, requests) = mpsc::unbounded_channel();
         tokio::spawn(decide_batches(pg, server_clock, epoch, requests));
-        Self { queue }
+        Self {
+            queue,
+            server_clock,
+        }
+    }
+
+    /// Whose clock the windows follow: the database server's, or the `now` each
+    /// caller passes (tests with a manual clock).
+    pub fn clock(&self) -> StoreClock {
+        if self.server_clock {
+            StoreClock::Own
+        } else {
+            StoreClock::Caller
+        }
     }
 
     /// Counts one request in every window of `budget` for `keys` if all are under
-    /// their limits, else nothing; also the corpus generation read in the same call.
+    /// their limits, else nothing, decided in the server's time (`now` is used only
+    /// without the server clock); also the corpus generation read in the same call.
     pub async fn spend(
         &self,
         budget: &std::sync::Arc<Budget>,
         keys: &BucketKeys,
         now: i64,
-    ) -> Result<(Decision, i64), StoreError> {
+    ) -> Result<(Decided, i64), StoreError> {
         let answer = self.ask(Mode::Spend, budget, keys, now).await?;
         let mut counts: Vec<Option<i64>> = answer.counts.into_iter().map(Some).collect();
         if let Some(i) = answer.refused {
             counts.truncate(i);
             counts.push(None);
         }
-        Ok((budget.decide(&counts, answer.now), answer.generation))
+        let decision = budget.decide(&counts, answer.now);
+        let window_left = answer.refused.map(|i| {
+            let whole = budget.windows[i].seconds_left(answer.now);
+            Duration::from_secs(whole as u64)
+                .saturating_sub(Duration::from_micros(answer.micros as u64))
+        });
+        let decided = Decided {
+            decision,
+            window_left,
+        };
+        Ok((decided, answer.generation))
     }
 
-    /// The counts of `keys` in their current windows, unchanged.
+    /// The counts of `keys` in their current windows, unchanged, with the seconds
+    /// each window has left by the store's clock.
     pub async fn peek(
         &self,
         budget: &std::sync::Arc<Budget>,
         keys: &BucketKeys,
         now: i64,
-    ) -> Result<Vec<i64>, StoreError> {
-        Ok(self.ask(Mode::Peek, budget, keys, now).await?.counts)
+    ) -> Result<Vec<WindowCount>, StoreError> {
+        let answer = self.ask(Mode::Peek, budget, keys, now).await?;
+        Ok(budget.window_counts(&answer.counts, answer.now))
     }
 
-    /// Counts one event in every window of `keys` whatever the limits; the new counts.
+    /// Counts one event in every window of `keys` whatever the limits; the new
+    /// counts, with the seconds each window has left by the store's clock.
     pub async fn record(
         &self,
         budget: &std::sync::Arc<Budget>,
         keys: &BucketKeys,
         now: i64,
-    ) -> Result<Vec<i64>, StoreError> {
-        Ok(self.ask(Mode::Record, budget, keys, now).await?.counts)
+    ) -> Result<Vec<WindowCount>, StoreError> {
+        let answer = self.ask(Mode::Record, budget, keys, now).await?;
+        Ok(budget.window_counts(&answer.counts, answer.now))
     }
 
     async fn ask(
@@ -146,7 +181,9 @@ impl PgCounters {
             .await
             .map_err(|_| StoreError::Postgres("the budget task stopped".into()))?;
         answer.map_err(|e| match e {
-            PgError::Unavailable(_) | PgError::Busy(_) => StoreError::Unavailable(e.to_string()),
+            PgError::Down(_) | PgError::Unavailable(_) | PgError::Busy(_) => {
+                StoreError::Unavailable(e.to_string())
+            }
             PgError::Failed(_) => StoreError::Postgres(e.to_string()),
         })
     }
@@ -245,7 +282,7 @@ async fn apply(
             Box::pin(async move {
                 let statement = c
                     .prepare_cached(
-                        "SELECT refused, counts, at, generation, started
+                        "SELECT refused, counts, at, micros, generation, started
                          FROM budget_apply($1, $2, $3, $4, $5, $6, $7)",
                     )
                     .await?;
@@ -274,7 +311,7 @@ async fn apply(
             batch.len()
         )));
     }
-    let started = rows[0].get(4);
+    let started = rows[0].get(5);
     let answers = rows
         .iter()
         .map(|row| {
@@ -283,7 +320,8 @@ async fn apply(
                 refused: (refused > 0).then(|| refused as usize - 1),
                 counts: row.get(1),
                 now: row.get(2),
-                generation: row.get(3),
+                micros: row.get(3),
+                generation: row.get(4),
             }
         })
         .collect();

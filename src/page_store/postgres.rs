@@ -42,7 +42,9 @@ const CREATE_TRIES: usize = 8;
 impl From<PgError> for PageStoreError {
     fn from(e: PgError) -> Self {
         match e {
-            PgError::Unavailable(_) => PageStoreError::Unavailable(e.to_string()),
+            PgError::Down(_) | PgError::Unavailable(_) => {
+                PageStoreError::Unavailable(e.to_string())
+            }
             PgError::Busy(_) => PageStoreError::Busy(e.to_string()),
             PgError::Failed(_) => PageStoreError::Failed(e.to_string()),
         }

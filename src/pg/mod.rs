@@ -213,6 +213,11 @@ fn take_param(url: &str, name: &str) -> (String, Option<String>) {
 /// for logs (it never holds the URL); answers show only the kind.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum PgError {
+    /// No connection: the server refused or did not take it (not running, starting
+    /// up, unreachable). Answered as [`PgError::Unavailable`]; start-up waits for it
+    /// to pass.
+    #[error("PostgreSQL does not take connections: {0}")]
+    Down(String),
     /// No answer now: the server is down, unreachable, frozen, shutting down, read-only
     /// (demoted), refuses the credentials, or out of disk or connections. Answer 503;
     /// it may pass by itself.
@@ -231,7 +236,13 @@ pub enum PgError {
 fn classify(e: &tokio_postgres::Error) -> (PgError, bool) {
     let text = e.to_string();
     let Some(code) = e.code() else {
+        // The causes too: "error performing TLS handshake" alone does not say that
+        // the certificate was not trusted. None of them holds the URL.
+        let text = with_causes(e);
         // I/O, TLS, a closed connection, a connect timeout: the connection is gone.
+        if refused_or_unreachable(e) {
+            return (PgError::Down(text), true);
+        }
         return (PgError::Unavailable(text), true);
     };
     let code = code.code();
@@ -240,6 +251,9 @@ fn classify(e: &tokio_postgres::Error) -> (PgError, bool) {
         None => format!("{text} (SQLSTATE {code})"),
     };
     match code {
+        // The server is starting up, shutting down or in recovery (before the
+        // 57P class below, which would take it).
+        "57P03" => (PgError::Down(detail), true),
         // Connection exceptions, admin/crash shutdown, cannot connect now, a demoted
         // primary (read-only transaction), authentication and authorization.
         c if c.starts_with("08") || c.starts_with("57P") || c.starts_with("28") => {
@@ -258,7 +272,56 @@ fn classify(e: &tokio_postgres::Error) -> (PgError, bool) {
     }
 }
 
+/// `e` and each of its sources, joined by ": ".
+fn with_causes(e: &tokio_postgres::Error) -> String {
+    use std::error::Error as _;
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
+}
+
+/// Whether connecting failed because nothing took the connection (refused, timed
+/// out, reset, the host unknown): what a server that is not up yet looks like.
+fn refused_or_unreachable(e: &tokio_postgres::Error) -> bool {
+    use std::error::Error as _;
+    use std::io::ErrorKind;
+    if e.to_string().contains("timed out") {
+        return true;
+    }
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::TimedOut
+                    | ErrorKind::NotFound
+                    | ErrorKind::AddrNotAvailable
+                    | ErrorKind::HostUnreachable
+                    | ErrorKind::NetworkUnreachable
+            ) || io.to_string().contains("failed to lookup address");
+        }
+        cause = c.source();
+    }
+    false
+}
+
 impl PgError {
+    /// Whether the server is simply not there yet ([`PgError::Down`]).
+    pub fn is_down(&self) -> bool {
+        matches!(self, PgError::Down(_))
+    }
+
     /// The kind of a failed statement.
     pub fn of(e: &tokio_postgres::Error) -> Self {
         classify(e).0
@@ -267,6 +330,9 @@ impl PgError {
     fn of_pool(e: PoolError) -> Self {
         match e {
             PoolError::Backend(e) => Self::of(&e),
+            PoolError::Timeout(deadpool_postgres::TimeoutType::Create) => {
+                Self::Down("connecting took longer than the deadline".into())
+            }
             PoolError::Timeout(kind) => {
                 Self::Unavailable(format!("no database connection in time ({kind:?})"))
             }

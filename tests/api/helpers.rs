@@ -147,7 +147,9 @@ static LOG: OnceLock<Mutex<Vec<u8>>> = OnceLock::new();
 pub fn capture_logs() {
     if LOG.set(Mutex::new(Vec::new())).is_ok() {
         tracing_subscriber::fmt()
-            .with_env_filter(agent_pages::telemetry::filter("debug"))
+            .with_env_filter(agent_pages::telemetry::capped(
+                tracing_subscriber::EnvFilter::new("debug"),
+            ))
             .with_writer(|| Capture)
             .with_ansi(false)
             .init();

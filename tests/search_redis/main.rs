@@ -9,9 +9,14 @@ mod admission;
 mod budget;
 #[path = "../common/mod.rs"]
 mod common;
+mod forwarder;
 #[path = "../search/matrix.rs"]
 mod matrix;
 mod outage;
+mod pins;
+mod recovery;
+mod recovery_times;
+mod skew;
 
 /// What the included tests call `crate::helpers`: the shared helpers, with the two
 /// spawn functions putting the budget in Redis.

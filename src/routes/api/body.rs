@@ -58,7 +58,7 @@ fn check_media_type(req: &HttpRequest) -> Result<(), ApiError> {
     }
 }
 
-async fn read_capped(
+pub(crate) async fn read_capped(
     gate: &BodyGate,
     req: &HttpRequest,
     mut payload: web::Payload,

@@ -58,6 +58,12 @@ pub enum ApiError {
     /// This client had too many wrong PINs this hour; `retry_after` is in seconds.
     #[error("too many wrong PINs from this client: try again in {retry_after} seconds")]
     TooManyPinFailures { retry_after: i64 },
+    /// This page took too many wrong PINs this hour, from all clients together: no
+    /// PIN is checked for it (the right one neither) for `retry_after` seconds.
+    #[error(
+        "too many wrong PINs for this page: no PIN is checked for it for {retry_after} seconds"
+    )]
+    PageTooManyPinFailures { retry_after: i64 },
     /// This client's publish budget has a full window (`window`); `retry_after` is in
     /// seconds; `policy` and `state` are the `RateLimit-Policy` and `RateLimit` values.
     #[error(
@@ -154,7 +160,8 @@ pub const PAGE_LOCKED: Kind = kind(
     "/problems/page-locked",
     "Page has no PIN",
 );
-/// [`ApiError::TooManyPinFailures`].
+/// [`ApiError::TooManyPinFailures`] (the client's bound) and
+/// [`ApiError::PageTooManyPinFailures`] (the page's).
 pub const TOO_MANY_PIN_FAILURES: Kind = kind(
     StatusCode::TOO_MANY_REQUESTS,
     "/problems/too-many-pin-failures",
@@ -241,7 +248,9 @@ impl ApiError {
             ApiError::PinRequired => PIN_REQUIRED,
             ApiError::WrongPin => WRONG_PIN,
             ApiError::PageLocked => PAGE_LOCKED,
-            ApiError::TooManyPinFailures { .. } => TOO_MANY_PIN_FAILURES,
+            ApiError::TooManyPinFailures { .. } | ApiError::PageTooManyPinFailures { .. } => {
+                TOO_MANY_PIN_FAILURES
+            }
             ApiError::PublishRateLimited { .. } => PUBLISH_RATE_LIMITED,
             ApiError::BudgetUnavailable => BUDGET_UNAVAILABLE,
             ApiError::Internal(_) => INTERNAL,
@@ -263,6 +272,30 @@ impl ApiError {
     /// The not-found answer for a page slug.
     pub fn no_page(slug: &str) -> Self {
         ApiError::NotFound(format!("no page has the slug `{slug}`"))
+    }
+
+    /// The problem document of this error (what the API sends, and what an MCP tool
+    /// error carries); the cause of an internal error is logged here, never put in it.
+    pub fn problem(&self) -> Problem {
+        if let ApiError::Internal(cause) = self {
+            tracing::error!(error = format!("{cause:#}"), "api request failed");
+        }
+        let kind = self.kind();
+        let retry_after = match self {
+            ApiError::TooManyPinFailures { retry_after }
+            | ApiError::PageTooManyPinFailures { retry_after }
+            | ApiError::PublishRateLimited { retry_after, .. } => Some((*retry_after).max(1)),
+            ApiError::BudgetUnavailable
+            | ApiError::TooManyOpenBodies { .. }
+            | ApiError::DatabaseBusy => Some(1),
+            ApiError::StorageUnavailable => Some(STORAGE_RETRY_AFTER),
+            _ => None,
+        };
+        Problem {
+            field: self.field().map(str::to_owned),
+            retry_after,
+            ..Problem::new(kind.status, kind.problem_type, kind.title, self.to_string())
+        }
     }
 
     fn field(&self) -> Option<&str> {
@@ -316,25 +349,7 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        if let ApiError::Internal(cause) = self {
-            tracing::error!(error = format!("{cause:#}"), "api request failed");
-        }
-        let kind = self.kind();
-        let retry_after = match self {
-            ApiError::TooManyPinFailures { retry_after }
-            | ApiError::PublishRateLimited { retry_after, .. } => Some((*retry_after).max(1)),
-            ApiError::BudgetUnavailable
-            | ApiError::TooManyOpenBodies { .. }
-            | ApiError::DatabaseBusy => Some(1),
-            ApiError::StorageUnavailable => Some(STORAGE_RETRY_AFTER),
-            _ => None,
-        };
-        let problem = Problem {
-            field: self.field().map(str::to_owned),
-            retry_after,
-            ..Problem::new(kind.status, kind.problem_type, kind.title, self.to_string())
-        };
-        let mut response = problem.response();
+        let mut response = self.problem().response();
         if let ApiError::PublishRateLimited { policy, state, .. } = self {
             crate::routes::rate_limit_headers::insert(&mut response, policy, state);
         }

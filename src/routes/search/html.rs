@@ -29,6 +29,8 @@ struct SearchContext<'a> {
     heading: &'static str,
     message: String,
     retry_after: Option<i64>,
+    /// `retry_after` in words (`4 minutes 31 seconds`), for the countdown's start.
+    wait: Option<String>,
     /// On a 429, the name of the refusing window (`minute`, `hour`, …).
     window: Option<&'a str>,
     /// The rendered result table (escaped when it was rendered); empty without rows.
@@ -249,6 +251,7 @@ impl<'a> SearchContext<'a> {
             heading,
             message,
             retry_after,
+            wait: retry_after.map(super::outcome::wait_words),
             window,
             rows_html: "",
             total: 0,

@@ -86,7 +86,33 @@ fn rows(result: &CachedResult, page_no: usize, snapshot: &Snapshot) -> String {
     serde_json::to_string(&rows).expect("rows serialize")
 }
 
+/// A search's JSON answer before it is a response: the body of a 200 (results, or
+/// the too-short guidance), or a problem document.
+pub enum JsonReply {
+    /// `application/json` with status 200.
+    Ok(actix_web::web::Bytes),
+    /// `application/problem+json` with the problem's status.
+    Problem(Problem),
+}
+
 pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse {
+    match json_answer(state, outcome) {
+        Ok(JsonReply::Ok(body)) => HttpResponse::Ok()
+            .content_type("application/json")
+            .body(body),
+        Ok(JsonReply::Problem(problem)) => problem.response(),
+        Err(e) => {
+            tracing::error!(error = %e, "search answer failed to serialize");
+            HttpResponse::InternalServerError().finish()
+        }
+    }
+}
+
+/// The JSON answer to `outcome` (not [`Outcome::Missing`], which is a redirect).
+pub(super) fn json_answer(
+    state: &AppState,
+    outcome: &Outcome,
+) -> Result<JsonReply, serde_json::Error> {
     let kind = outcome.kind();
     match outcome {
         Outcome::Answered {
@@ -120,26 +146,21 @@ pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse
                     close_matches: has_close_matches(result, *page, snapshot),
                 })
             });
-            match body {
-                Ok(body) => HttpResponse::Ok()
-                    .content_type("application/json")
-                    .body(body),
-                Err(e) => {
-                    tracing::error!(error = %e, "search answer failed to serialize");
-                    HttpResponse::InternalServerError().finish()
-                }
-            }
+            body.map(JsonReply::Ok)
         }
-        Outcome::TooShort { display } => HttpResponse::Ok().json(JsonShort {
-            query: display,
-            results: [],
-            total: 0,
-            truncated: false,
-            message: kind.message,
-        }),
+        Outcome::TooShort { display } => Ok(JsonReply::Ok(
+            serde_json::to_string(&JsonShort {
+                query: display,
+                results: [],
+                total: 0,
+                truncated: false,
+                message: kind.message,
+            })?
+            .into(),
+        )),
         other => {
             let budget = &state.budgets.search;
-            Problem {
+            Ok(JsonReply::Problem(Problem {
                 retry_after: other.retry_after(),
                 ..Problem::new(
                     kind.status,
@@ -147,8 +168,7 @@ pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse
                     kind.title,
                     other.message(budget).into_owned(),
                 )
-            }
-            .response()
+            }))
         }
     }
 }

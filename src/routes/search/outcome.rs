@@ -278,24 +278,19 @@ impl Outcome {
     }
 
     /// What the visitor is told: the table's words, or for a refusal which window is
-    /// full and for how long (`Too many searches this minute: try again in 5 seconds.`).
+    /// full and for how long (`Too many searches this hour: try again in 4 minutes
+    /// 31 seconds.`, the wait in [`wait_words`]).
     pub fn message(&self, budget: &Budget) -> Cow<'static, str> {
         match self {
             Outcome::Refused {
                 window,
                 retry_after,
                 ..
-            } => {
-                let unit = if *retry_after == 1 {
-                    "second"
-                } else {
-                    "seconds"
-                };
-                Cow::Owned(format!(
-                    "Too many searches this {}: try again in {retry_after} {unit}.",
-                    budget.windows[*window].name
-                ))
-            }
+            } => Cow::Owned(format!(
+                "Too many searches this {}: try again in {}.",
+                budget.windows[*window].name,
+                wait_words(*retry_after)
+            )),
             Outcome::Malformed(why) => Cow::Owned(format!("This search could not be read: {why}.")),
             other => Cow::Borrowed(other.kind().message),
         }
@@ -316,6 +311,28 @@ impl Outcome {
             | Outcome::Failed { display }
             | Outcome::Answered { display, .. } => display,
         }
+    }
+}
+
+/// A wait of `seconds` in words, as pages and problem details say it (and
+/// `static/search.js` counts it down): seconds up to a minute (`1 second`,
+/// `60 seconds`), past a minute whole minutes and the seconds left over
+/// (`1 minute 1 second`, `4 minutes 31 seconds`, `2 minutes`).
+pub fn wait_words(seconds: i64) -> String {
+    let s = seconds.max(0);
+    let unit = |n: i64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    if s <= 60 {
+        return unit(s, "second", "seconds");
+    }
+    let (minutes, rest) = (s / 60, s % 60);
+    if rest == 0 {
+        unit(minutes, "minute", "minutes")
+    } else {
+        format!(
+            "{} {}",
+            unit(minutes, "minute", "minutes"),
+            unit(rest, "second", "seconds")
+        )
     }
 }
 
@@ -358,6 +375,23 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), labels.len());
+    }
+
+    #[test]
+    fn waits_past_a_minute_read_in_minutes_and_seconds() {
+        for (seconds, words) in [
+            (1, "1 second"),
+            (2, "2 seconds"),
+            (60, "60 seconds"),
+            (61, "1 minute 1 second"),
+            (62, "1 minute 2 seconds"),
+            (120, "2 minutes"),
+            (121, "2 minutes 1 second"),
+            (271, "4 minutes 31 seconds"),
+            (3600, "60 minutes"),
+        ] {
+            assert_eq!(wait_words(seconds), words, "{seconds}");
+        }
     }
 
     #[test]
