@@ -72,6 +72,7 @@ mod search_cache;
 #[path = "../search/matrix.rs"]
 mod search_matrix;
 
+mod commands;
 mod faults;
 mod follow;
 mod forwarder;

@@ -1,5 +1,5 @@
 //! A real PostgreSQL server for tests (Debian's `postgresql` package: `initdb` and
-//! `postgres` from /usr/lib/postgresql/15/bin), on a free loopback port, its data
+//! `postgres` from /usr/lib/postgresql/<major>/bin), on a free loopback port, its data
 //! folder and socket in a temp dir. As root (CI, these machines) it runs as the
 //! `postgres` user the package creates, since `initdb` and `postgres` refuse root.
 //!
@@ -22,20 +22,34 @@ use std::time::{Duration, Instant};
 
 use super::{free_port, READY_DEADLINE};
 
-/// Where Debian puts PostgreSQL's server programs.
-const BIN: &str = "/usr/lib/postgresql/15/bin";
+/// Where Debian puts each major version's server programs (`15/bin`, `17/bin`, …).
+const DEBIAN_LIB: &str = "/usr/lib/postgresql";
 
-/// The `postgres` binary folder. When PostgreSQL is missing: on CI (`CI` or
-/// `AGENT_PAGES_REQUIRE_POSTGRES` set, as `.ci/run` does) a panic naming the package
-/// to install; elsewhere a line saying so and the whole test binary ends here,
-/// successfully (every test of a PostgreSQL binary needs the server).
+/// The newest major version's `bin` folder under [`DEBIAN_LIB`], or `15/bin`
+/// when there is none (named in the message that says it is missing).
+fn debian_bin() -> PathBuf {
+    let newest = std::fs::read_dir(DEBIAN_LIB)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .max()
+        .unwrap_or(15);
+    Path::new(DEBIAN_LIB).join(newest.to_string()).join("bin")
+}
+
+/// The `postgres` binary folder (`POSTGRES_BIN`, else Debian's newest). When
+/// PostgreSQL is missing: on CI (`CI` or `AGENT_PAGES_REQUIRE_POSTGRES` set, as
+/// `.ci/run` does) a panic naming the package to install; elsewhere a line saying
+/// so and the whole test binary ends here, successfully (every test of a
+/// PostgreSQL binary needs the server).
 pub fn require_postgres() -> PathBuf {
-    let dir = std::env::var_os("POSTGRES_BIN").map_or_else(|| PathBuf::from(BIN), PathBuf::from);
+    let dir = std::env::var_os("POSTGRES_BIN").map_or_else(debian_bin, PathBuf::from);
     if dir.join("postgres").is_file() && dir.join("initdb").is_file() {
         return dir;
     }
     let missing = format!(
-        "PostgreSQL 15 is not installed ({} has no postgres and initdb): these tests run \
+        "PostgreSQL is not installed ({} has no postgres and initdb): these tests run \
          the real server. Install it with `apt-get install -y postgresql` (.ci/run does \
          this on CI), or point POSTGRES_BIN at the folder holding postgres and initdb.",
         dir.display()
@@ -230,6 +244,33 @@ impl PostgresServer {
     /// read with the simple query protocol on a thread of its own. Panics on error.
     pub fn text_rows(&self, db: &str, query: &str) -> Vec<Vec<Option<String>>> {
         text_rows_at(&self.url(db), query)
+    }
+
+    /// Turns TLS on (connections without it still work): `files`' certificate and
+    /// key, copied beside the data folder for the server's user, then a reload.
+    pub fn enable_tls(&self, files: &super::TlsFiles) {
+        let cert = self.dir.path().join("server.pem");
+        let key = self.dir.path().join("server.key");
+        std::fs::copy(&files.cert, &cert).unwrap();
+        std::fs::copy(&files.key, &key).unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        if is_root() {
+            let status = Command::new("chown")
+                .arg("postgres:postgres")
+                .arg(&cert)
+                .arg(&key)
+                .status()
+                .expect("chown");
+            assert!(status.success());
+        }
+        for setting in [
+            format!("ALTER SYSTEM SET ssl_cert_file = '{}'", cert.display()),
+            format!("ALTER SYSTEM SET ssl_key_file = '{}'", key.display()),
+            "ALTER SYSTEM SET ssl = on".to_owned(),
+            "SELECT pg_reload_conf()".to_owned(),
+        ] {
+            self.sql("postgres", &setting);
+        }
     }
 
     /// The server's log so far.
