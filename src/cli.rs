@@ -148,8 +148,12 @@ fn run_import(
         store.close();
         anyhow::Ok(report?)
     })?;
+    let format = match report.format.to_string() {
+        f if f.is_empty() => f,
+        f => format!(" ({f})"),
+    };
     println!(
-        "imported {}: {} new, {} updated, {} unchanged, {} skipped",
+        "imported {}{format}: {} new, {} updated, {} unchanged, {} skipped",
         file.display(),
         report.inserted,
         report.updated,

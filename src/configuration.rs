@@ -208,6 +208,14 @@ pub struct Settings {
     /// scoring, inside the scorer slot (may panic or block).
     #[cfg(feature = "fault-injection")]
     pub scoring_hook: Option<crate::search::scorer::ScoringHook>,
+    /// HTTP worker threads of the main listener; `None` is actix's default (one
+    /// per CPU). Not read from the environment: tests set 1 to show that nothing
+    /// slow runs on a worker.
+    pub http_workers: Option<usize>,
+    /// Test-only fault injection: called with the body on the render thread before
+    /// every Markdown render (may block, to hold a render in progress).
+    #[cfg(feature = "fault-injection")]
+    pub markdown_hook: Option<crate::markdown::RenderHook>,
 }
 
 /// The search limits of SPEC §2 other than the budget.
@@ -252,6 +260,9 @@ impl Settings {
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,
+            http_workers: None,
+            #[cfg(feature = "fault-injection")]
+            markdown_hook: None,
         }
     }
 
@@ -378,6 +389,9 @@ impl Settings {
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,
+            http_workers: None,
+            #[cfg(feature = "fault-injection")]
+            markdown_hook: None,
         })
     }
 }

@@ -27,3 +27,4 @@ pub mod startup;
 pub mod state;
 pub mod telemetry;
 pub mod templates;
+pub mod thread_priority;

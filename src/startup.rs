@@ -166,7 +166,12 @@ impl Application {
         let state = web::Data::new(AppState {
             pages: PageState {
                 store: pages,
-                markdown: crate::markdown::MarkdownCache::default(),
+                markdown: crate::markdown::MarkdownCache::start(
+                    crate::markdown::DEFAULT_CACHE_ENTRIES,
+                    crate::markdown::DEFAULT_CACHE_BYTES,
+                    #[cfg(feature = "fault-injection")]
+                    settings.markdown_hook.clone(),
+                ),
             },
             search: SearchState {
                 settings: settings.search,
@@ -226,6 +231,10 @@ impl Application {
                 .app_data(mcp.clone())
                 .configure(routes_config)
         });
+        let server = match settings.http_workers {
+            Some(workers) => server.workers(workers),
+            None => server,
+        };
         let server = with_deadlines!(server).listen(listener)?.run();
         let mut servers = vec![server];
 

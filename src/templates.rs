@@ -191,9 +191,14 @@ pub fn load() -> Result<Tera, tera::Error> {
 
 /// `n` with a comma between each group of three digits: `1274` → `1,274`.
 pub fn thousands(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
+    grouped(n < 0, n.unsigned_abs())
+}
+
+/// `magnitude` with comma separators, after a `-` when `negative`.
+fn grouped(negative: bool, magnitude: u64) -> String {
+    let digits = magnitude.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
-    if n < 0 {
+    if negative {
         out.push('-');
     }
     for (i, d) in digits.chars().enumerate() {
@@ -206,9 +211,11 @@ pub fn thousands(n: i64) -> String {
 }
 
 fn thousands_filter(value: &Value, _: &HashMap<String, Value>) -> tera::Result<Value> {
-    match value.as_i64() {
-        Some(n) => Ok(Value::String(thousands(n))),
-        None => Err(tera::Error::msg(format!(
+    // A page number past any last page can be larger than `i64::MAX`.
+    match (value.as_i64(), value.as_u64()) {
+        (Some(n), _) => Ok(Value::String(thousands(n))),
+        (None, Some(n)) => Ok(Value::String(grouped(false, n))),
+        (None, None) => Err(tera::Error::msg(format!(
             "thousands: {value} is not a whole number"
         ))),
     }
@@ -240,6 +247,7 @@ mod tests {
         assert_eq!(thousands(63_672), "63,672");
         assert_eq!(thousands(1_000_000), "1,000,000");
         assert_eq!(thousands(-12_345), "-12,345");
+        assert_eq!(grouped(false, u64::MAX), "18,446,744,073,709,551,615");
     }
 
     #[test]

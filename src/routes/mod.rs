@@ -26,9 +26,15 @@ use crate::client_ip::{self, ClientIp, TrustedProxies};
 use crate::state::AppState;
 
 /// Middleware: a `HEAD` request is routed exactly as the `GET` of the same URL, so
-/// every GET route answers HEAD with GET's status and headers (SPEC §9). actix-http
-/// decided at parse time that this is a HEAD request and sends no body, whatever
-/// the handler produced.
+/// every GET route answers HEAD with GET's status and headers, `Content-Length`
+/// included (SPEC §9; RFC 9110 §9.3.2 allows it since it is GET's). actix-http's
+/// dispatcher records that the request it is serving is a HEAD before any of this
+/// runs, and frames that answer without its body, whatever the handler produced and
+/// whatever is pipelined behind it (SPEC §10). That per-request decision is our
+/// patch of actix-http (`vendor/actix-http/PATCHED.md`): upstream keeps one flag
+/// per connection, set by the last request *read*, so a pipelined request behind a
+/// slow HEAD made the HEAD answer carry its body (and a HEAD behind a slow GET cut
+/// the GET's).
 ///
 /// The handler runs in full, as for a GET: a `HEAD /search?q=…` spends the search
 /// budget once and scores exactly what the GET would (it *is* one GET whose body is

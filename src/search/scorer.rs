@@ -118,7 +118,7 @@ impl ScorerPool {
     ) -> Self {
         // The factory runs on each scorer thread as it starts.
         let addr = SyncArbiter::start(size, move || {
-            lower_this_threads_priority();
+            crate::thread_priority::lower_this_thread(SCORER_NICE, "scorer");
             Scorer {
                 #[cfg(feature = "fault-injection")]
                 hook: hook.clone(),
@@ -183,23 +183,3 @@ impl ScorerPool {
 /// gets about a tenth of a core that a gate thread also wants, and all of an idle
 /// one, so a 503 never waits behind a scoring for the CPU.
 pub const SCORER_NICE: i32 = 10;
-
-/// Sets the calling thread's nice value to [`SCORER_NICE`] (Linux: nice is per
-/// thread); elsewhere, or when refused, the thread keeps its priority.
-fn lower_this_threads_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: plain system calls on the calling thread's own id; no memory is
-        // shared with the kernel.
-        let done = unsafe {
-            let tid = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, SCORER_NICE)
-        };
-        if done != 0 {
-            tracing::warn!(
-                error = %std::io::Error::last_os_error(),
-                "could not lower a scorer thread's priority"
-            );
-        }
-    }
-}

@@ -263,12 +263,14 @@ pub async fn list_pages(
     })
 }
 
-/// `text` as a whole number from 1 to `max`, or `default` when absent.
+/// `text` as a whole number from 1 to `max` under the rule every paged route shares
+/// ([`crate::domain::parse_whole_number`]), or `default` when absent or blank.
 fn whole_number(field: &str, text: Option<&str>, default: i64, max: i64) -> Result<i64, ApiError> {
-    match text.map(str::parse::<i64>) {
-        None => Ok(default),
-        Some(Ok(n)) if (1..=max).contains(&n) => Ok(n),
-        Some(_) => Err(ApiError::validation(
+    let n = crate::domain::parse_whole_number(text).map(|n| n.map(i64::try_from));
+    match n {
+        Ok(None) => Ok(default),
+        Ok(Some(Ok(n))) if n <= max => Ok(n),
+        _ => Err(ApiError::validation(
             field,
             format!("{field} must be a whole number from 1 to {max}"),
         )),

@@ -9,22 +9,35 @@
 //! classes on code. Every link gets
 //! `rel="nofollow noopener noreferrer"`.
 //!
-//! Rendering a large body costs milliseconds, so [`MarkdownCache`] keeps the HTML of
-//! recently shown page versions: a page is rendered once per version.
+//! Work on a body is bounded: nothing renders more than [`MAX_NESTING`] elements
+//! deep (deeper Markdown is shown as its source, in a code block; deeper raw HTML
+//! tags as text: [`nesting`]), which keeps the worst 300 KiB body under a second
+//! (`cargo bench --bench markdown`). [`MarkdownCache`] renders on threads of its own,
+//! never on an HTTP worker, and once per page version.
+
+mod cache;
+pub mod nesting;
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use ammonia::Builder;
-use hashlink::LruCache;
 use pulldown_cmark::{html, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
-/// How many rendered page versions [`MarkdownCache::default`] keeps at most.
+#[cfg(feature = "fault-injection")]
+pub use cache::RenderHook;
+pub use cache::{MarkdownCache, RENDER_QUEUE, RENDER_THREADS};
+pub use nesting::MAX_NESTING;
+
+/// How many rendered page versions [`MarkdownCache`] keeps at most by default.
 pub const DEFAULT_CACHE_ENTRIES: usize = 256;
 
-/// How much rendered HTML [`MarkdownCache::default`] keeps at most: bodies go up to
-/// 256 KiB, so the entry count alone would not bound the memory.
+/// How much rendered HTML [`MarkdownCache`] keeps at most by default: bodies go up
+/// to 256 KiB, so the entry count alone would not bound the memory.
 pub const DEFAULT_CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+/// Longest [`Rendered::summary`], in chars.
+pub const SUMMARY_CHARS: usize = 160;
 
 /// The sanitizer, built once: its configuration never changes.
 fn sanitizer() -> &'static Builder<'static> {
@@ -99,129 +112,140 @@ fn one_below(level: HeadingLevel) -> HeadingLevel {
     }
 }
 
-/// `body` (CommonMark with tables, strikethrough and task lists) as sanitized HTML.
-/// Headings move one level down (`#` is `<h2>`): the page title is the `<h1>`.
-pub fn render(body: &str) -> String {
-    // The page title is the page's one `h1`: body headings start one level below.
-    let parser = Parser::new_ext(body, options()).map(|event| match event {
-        Event::Start(Tag::Heading {
-            level,
-            id,
-            classes,
-            attrs,
-        }) => Event::Start(Tag::Heading {
-            level: one_below(level),
-            id,
-            classes,
-            attrs,
-        }),
-        Event::End(TagEnd::Heading(level)) => Event::End(TagEnd::Heading(one_below(level))),
-        // A checkbox needs an accessible name: its state in words.
-        Event::TaskListMarker(done) => Event::InlineHtml(
-            if done {
-                "<input type=\"checkbox\" disabled=\"\" checked=\"\" aria-label=\"done\"> "
-            } else {
-                "<input type=\"checkbox\" disabled=\"\" aria-label=\"not done\"> "
-            }
-            .into(),
-        ),
-        other => other,
-    });
-    let mut unsafe_html = String::with_capacity(body.len() * 3 / 2);
-    html::push_html(&mut unsafe_html, parser);
-    sanitizer()
-        .clean(&alignment_as_class(unsafe_html))
-        .to_string()
+/// A body rendered: sanitized HTML and a plain-text summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// The body as sanitized HTML, safe to insert unescaped.
+    pub html: String,
+    /// The first [`SUMMARY_CHARS`] chars of the body's text, whitespace collapsed
+    /// and cut at a word (with `…` when cut); empty when the body has no text. For
+    /// `<meta name="description">`.
+    pub summary: String,
 }
 
-/// The rendered HTML of recently shown page versions, keyed by (page id, version):
-/// a new version is a new key, so an entry is never stale.
-pub struct MarkdownCache {
-    inner: Mutex<Inner>,
-    max_bytes: usize,
-}
-
-struct Inner {
-    entries: LruCache<(i64, i64), Arc<str>>,
-    bytes: usize,
-}
-
-impl MarkdownCache {
-    /// A cache of at most `capacity` rendered versions (at least one) holding at most
-    /// `max_bytes` of HTML (the most recent version is kept whatever its size).
-    pub fn new(capacity: usize, max_bytes: usize) -> Self {
+impl Rendered {
+    /// `body` shown as it is, in an escaped `<pre>`: what a view shows when no
+    /// render can be had (the render queue is full).
+    pub fn plain(body: &str) -> Self {
+        let mut html = String::with_capacity(body.len() + 16);
+        html.push_str("<pre>");
+        nesting::escape_into(&mut html, body);
+        html.push_str("</pre>");
         Self {
-            inner: Mutex::new(Inner {
-                entries: LruCache::new(capacity.max(1)),
-                bytes: 0,
-            }),
-            max_bytes,
+            html,
+            summary: cut_summary(body),
         }
     }
 
-    /// The HTML of `body`, the body of version `version` of page `page_id`; rendered
-    /// on first use, then served from memory.
-    pub fn get_or_render(&self, page_id: i64, version: i64, body: &str) -> Arc<str> {
-        let key = (page_id, version);
-        if let Some(html) = self.lock().entries.get(&key) {
-            return html.clone();
-        }
-        // Rendered outside the lock: two first views of one version may both render,
-        // which is harmless, and no view waits behind another page's render.
-        let html: Arc<str> = render(body).into();
-        let mut inner = self.lock();
-        let capacity = inner.entries.capacity();
-        if let Some(old) = inner.entries.remove(&key) {
-            inner.bytes -= old.len();
-        }
-        while inner.entries.len() >= capacity
-            || (!inner.entries.is_empty() && inner.bytes + html.len() > self.max_bytes)
-        {
-            match inner.entries.remove_lru() {
-                Some((_, old)) => inner.bytes -= old.len(),
-                None => break,
-            }
-        }
-        inner.bytes += html.len();
-        inner.entries.insert(key, html.clone());
-        html
-    }
-
-    /// Rendered versions held.
-    pub fn len(&self) -> usize {
-        self.lock().entries.len()
-    }
-
-    /// Bytes of rendered HTML held.
+    /// Bytes this holds (what [`MarkdownCache`] counts).
     pub fn bytes(&self) -> usize {
-        self.lock().bytes
-    }
-
-    /// Whether nothing is held yet.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        // Nothing that can panic runs under the lock (rendering happens outside),
-        // so a poisoned lock still guards consistent data.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.html.len() + self.summary.len()
     }
 }
 
-impl Default for MarkdownCache {
-    fn default() -> Self {
-        Self::new(DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_BYTES)
+/// `body` (CommonMark with tables, strikethrough and task lists) as sanitized HTML,
+/// nested at most [`MAX_NESTING`] elements deep, and its summary. Headings move one
+/// level down (`#` is `<h2>`): the page title is the `<h1>`. CPU-bound (up to about
+/// a second for the worst 300 KiB body): call it off the async executor, as
+/// [`MarkdownCache`] does.
+pub fn render(body: &str) -> Rendered {
+    let events: Vec<_> = Parser::new_ext(body, options())
+        .into_offset_iter()
+        .collect();
+    let summary = summary(events.iter().map(|(event, _)| event));
+    // The page title is the page's one `h1`: body headings start one level below.
+    let events = nesting::cap(body, events)
+        .into_iter()
+        .map(|event| match event {
+            Event::Start(Tag::Heading {
+                level,
+                id,
+                classes,
+                attrs,
+            }) => Event::Start(Tag::Heading {
+                level: one_below(level),
+                id,
+                classes,
+                attrs,
+            }),
+            Event::End(TagEnd::Heading(level)) => Event::End(TagEnd::Heading(one_below(level))),
+            // A checkbox needs an accessible name: its state in words.
+            Event::TaskListMarker(done) => Event::InlineHtml(
+                if done {
+                    "<input type=\"checkbox\" disabled=\"\" checked=\"\" aria-label=\"done\"> "
+                } else {
+                    "<input type=\"checkbox\" disabled=\"\" aria-label=\"not done\"> "
+                }
+                .into(),
+            ),
+            other => other,
+        });
+    let mut unsafe_html = String::with_capacity(body.len() * 3 / 2);
+    html::push_html(&mut unsafe_html, events);
+    Rendered {
+        html: sanitizer()
+            .clean(&alignment_as_class(unsafe_html))
+            .to_string(),
+        summary,
     }
+}
+
+/// The summary ([`Rendered::summary`]) of a body's events: its text, block ends
+/// and line breaks as spaces.
+fn summary<'a>(events: impl Iterator<Item = &'a Event<'a>>) -> String {
+    let mut raw = String::new();
+    for event in events {
+        match event {
+            Event::Text(t) | Event::Code(t) => raw.push_str(t),
+            Event::SoftBreak
+            | Event::HardBreak
+            | Event::End(
+                TagEnd::Paragraph
+                | TagEnd::Heading(_)
+                | TagEnd::Item
+                | TagEnd::CodeBlock
+                | TagEnd::TableCell,
+            ) => raw.push(' '),
+            _ => {}
+        }
+        if raw.len() > SUMMARY_CHARS * 8 {
+            break;
+        }
+    }
+    cut_summary(&raw)
+}
+
+/// `text` with whitespace collapsed, cut to [`SUMMARY_CHARS`] at the last word that
+/// fits (mid-word only for one huge word), `…` marking a cut.
+fn cut_summary(text: &str) -> String {
+    let text: String = text
+        .split_whitespace()
+        .take(SUMMARY_CHARS)
+        .collect::<Vec<_>>()
+        .join(" ");
+    if text.chars().count() <= SUMMARY_CHARS {
+        return text;
+    }
+    let cut: String = text.chars().take(SUMMARY_CHARS).collect();
+    let cut = match cut.rfind(' ') {
+        Some(space) if space > 0 => &cut[..space],
+        _ => cut.as_str(),
+    };
+    let cut: String = cut.trim_end().chars().take(SUMMARY_CHARS - 1).collect();
+    format!("{cut}…")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn render_html(body: &str) -> String {
+        render(body).html
+    }
+
     #[test]
     fn headings_emphasis_and_strikethrough_render() {
-        let html = render("# Title\n\nSome *em* and ~~gone~~ text.");
+        let html = render_html("# Title\n\nSome *em* and ~~gone~~ text.");
         assert!(html.contains("<h2>Title</h2>"), "{html}");
         assert!(html.contains("<em>em</em>"), "{html}");
         assert!(html.contains("<del>gone</del>"), "{html}");
@@ -229,7 +253,7 @@ mod tests {
 
     #[test]
     fn script_is_removed_with_its_content() {
-        let html = render("before\n\n<script>alert(1)</script>\n\nafter <script>x()</script>");
+        let html = render_html("before\n\n<script>alert(1)</script>\n\nafter <script>x()</script>");
         assert!(!html.contains("<script"), "{html}");
         assert!(!html.contains("alert(1)"), "{html}");
         assert!(html.contains("before") && html.contains("after"), "{html}");
@@ -237,8 +261,9 @@ mod tests {
 
     #[test]
     fn event_handlers_and_styles_are_dropped() {
-        let html =
-            render("<img src=x onerror=\"alert(1)\"> <b onclick=\"x()\" style=\"color:red\">b</b>");
+        let html = render_html(
+            "<img src=x onerror=\"alert(1)\"> <b onclick=\"x()\" style=\"color:red\">b</b>",
+        );
         assert!(
             !html.contains("onerror") && !html.contains("onclick"),
             "{html}"
@@ -249,7 +274,7 @@ mod tests {
 
     #[test]
     fn javascript_links_lose_their_href_and_links_get_rel() {
-        let html = render(
+        let html = render_html(
             "[bad](javascript:alert(1)) <a href=\"JaVaScRiPt:alert(2)\">raw</a> [good](https://example.org/a)",
         );
         assert!(!html.to_ascii_lowercase().contains("javascript:"), "{html}");
@@ -263,7 +288,7 @@ mod tests {
 
     #[test]
     fn tables_render_with_alignment_as_classes() {
-        let html = render("| a | b | c |\n|:--|:-:|--:|\n| 1 | 2 | 3 |\n");
+        let html = render_html("| a | b | c |\n|:--|:-:|--:|\n| 1 | 2 | 3 |\n");
         assert!(html.contains("<table>"), "{html}");
         assert!(html.contains("<th class=\"align-left\">a</th>"), "{html}");
         assert!(html.contains("<th class=\"align-center\">b</th>"), "{html}");
@@ -273,7 +298,7 @@ mod tests {
 
     #[test]
     fn a_class_written_by_hand_is_dropped_unless_it_is_an_alignment() {
-        let html = render(
+        let html = render_html(
             "<table><tr><td class=\"evil\">x</td><td class=\"align-right\">y</td></tr></table>",
         );
         assert!(html.contains("<td>x</td>"), "{html}");
@@ -282,7 +307,7 @@ mod tests {
 
     #[test]
     fn task_lists_become_disabled_checkboxes() {
-        let html = render("- [x] done\n- [ ] to do\n");
+        let html = render_html("- [x] done\n- [ ] to do\n");
         assert!(html.contains("checked"), "{html}");
         assert_eq!(html.matches("type=\"checkbox\"").count(), 2, "{html}");
         assert_eq!(html.matches("disabled").count(), 2, "{html}");
@@ -292,7 +317,7 @@ mod tests {
 
     #[test]
     fn a_hand_written_input_is_only_ever_a_disabled_checkbox() {
-        let html = render("<input type=\"text\" name=\"pw\" value=\"x\">");
+        let html = render_html("<input type=\"text\" name=\"pw\" value=\"x\">");
         assert!(html.contains("type=\"checkbox\""), "{html}");
         assert!(html.contains("disabled"), "{html}");
         assert!(
@@ -303,34 +328,31 @@ mod tests {
 
     #[test]
     fn code_blocks_keep_their_language_class_only() {
-        let html = render("```rust\nfn main() { let a = 1 < 2; }\n```\n");
+        let html = render_html("```rust\nfn main() { let a = 1 < 2; }\n```\n");
         assert!(html.contains("<code class=\"language-rust\">"), "{html}");
         assert!(html.contains("1 &lt; 2"), "{html}");
-        let html = render("<code class=\"evil\">x</code>");
+        let html = render_html("<code class=\"evil\">x</code>");
         assert!(html.contains("<code>x</code>"), "{html}");
     }
 
     #[test]
-    fn the_cache_is_bounded_by_bytes_too() {
-        let cache = MarkdownCache::new(100, 64);
-        cache.get_or_render(1, 1, "a paragraph of some forty bytes");
-        cache.get_or_render(2, 1, "another paragraph of forty bytes");
-        assert_eq!(cache.len(), 1, "two would be over 64 bytes");
-        assert!(cache.bytes() <= 64);
-        // One entry over the budget is still kept: it is the one being shown.
-        cache.get_or_render(3, 1, &"long ".repeat(100));
-        assert_eq!(cache.len(), 1);
-    }
-
-    #[test]
-    fn the_cache_renders_each_version_once() {
-        let cache = MarkdownCache::new(2, usize::MAX);
-        let a = cache.get_or_render(1, 1, "# one");
-        let again = cache.get_or_render(1, 1, "# changed body, same version");
-        assert!(Arc::ptr_eq(&a, &again));
-        let v2 = cache.get_or_render(1, 2, "# two");
-        assert!(v2.contains("two"));
-        cache.get_or_render(2, 1, "x");
-        assert_eq!(cache.len(), 2);
+    fn summaries_are_the_body_text_cut_at_160_characters() {
+        let summary = |body: &str| render(body).summary;
+        assert_eq!(
+            summary(
+                "# Intro\n\nSome **bold** text\nover lines.\n\n| a | b |\n|---|---|\n| 1 | 2 |"
+            ),
+            "Intro Some bold text over lines. a b 1 2"
+        );
+        assert_eq!(summary("  "), "");
+        let long = summary(&"words ".repeat(100));
+        assert!(long.chars().count() <= 160, "{long}");
+        assert!(long.ends_with(" words…"), "{long}");
+        assert_eq!(summary(&"x".repeat(500)).chars().count(), 160);
+        assert_eq!(Rendered::plain(&"words ".repeat(100)).summary, long);
+        assert_eq!(
+            Rendered::plain("a <b> & c").html,
+            "<pre>a &lt;b&gt; &amp; c</pre>"
+        );
     }
 }
