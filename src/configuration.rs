@@ -14,6 +14,7 @@ use crate::budget::Budget;
 use crate::client_ip::TrustedProxies;
 use crate::clock::{Clock, SystemClock};
 use crate::mcp::transport::AllowedOrigins;
+use crate::pg::PgSettings;
 use crate::request_limits::RequestLimits;
 
 /// Where the database lives unless `AGENT_PAGES_DATABASE` says otherwise.
@@ -30,9 +31,66 @@ pub const PIN_FAILURES_PER_PAGE_PER_HOUR: u32 = 20;
 /// Flags shared by every subcommand that opens the database.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DatabaseArgs {
-    /// SQLite file; parent folders are created.
+    /// SQLite file; parent folders are created. Not used when the pages are in
+    /// PostgreSQL (`AGENT_PAGES_DATABASE_URL`).
     #[arg(long, env = "AGENT_PAGES_DATABASE", default_value = DEFAULT_DATABASE)]
     pub database: PathBuf,
+    /// Keep the pages in this PostgreSQL database instead of the SQLite file
+    /// (`postgres://user:password@host:5432/db`, `?sslmode=verify-full` for TLS), so
+    /// replicas on several hosts share them. Unset: SQLite.
+    #[arg(long, env = "AGENT_PAGES_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// A file holding the PostgreSQL URL (a Docker or Kubernetes secret), read when
+    /// AGENT_PAGES_DATABASE_URL is not set.
+    #[arg(long, env = "AGENT_PAGES_DATABASE_URL_FILE")]
+    pub database_url_file: Option<PathBuf>,
+    /// PostgreSQL connections per process.
+    #[arg(long, env = "AGENT_PAGES_DATABASE_POOL", default_value = "16")]
+    pub database_pool: String,
+    /// Milliseconds one PostgreSQL statement may take (the server cancels it; the
+    /// client gives up on a call at 1.5 times this); past it the request is 503.
+    #[arg(long, env = "AGENT_PAGES_DATABASE_TIMEOUT_MS", default_value = "2000")]
+    pub database_timeout_ms: String,
+}
+
+impl DatabaseArgs {
+    /// The PostgreSQL settings when `AGENT_PAGES_DATABASE_URL` is set (and not
+    /// blank); `None` keeps the pages in the SQLite file.
+    ///
+    /// Errors: the URL, pool size or deadline is not usable (the URL is never
+    /// repeated: it may hold a password).
+    pub fn postgres(&self) -> Result<Option<PgSettings>, ConfigError> {
+        let given = self
+            .database_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|url| !url.is_empty());
+        let (variable, url) = match (given, &self.database_url_file) {
+            (Some(url), _) => ("AGENT_PAGES_DATABASE_URL", url.to_owned()),
+            (None, Some(file)) => {
+                let url = std::fs::read_to_string(file).map_err(|e| ConfigError {
+                    variable: "AGENT_PAGES_DATABASE_URL_FILE",
+                    value: file.display().to_string(),
+                    reason: format!("cannot be read ({e})"),
+                })?;
+                ("AGENT_PAGES_DATABASE_URL_FILE", url.trim().to_owned())
+            }
+            (None, None) => return Ok(None),
+        };
+        let mut settings = PgSettings::parse(&url).map_err(|reason| ConfigError {
+            variable,
+            value: "<hidden>".into(),
+            reason,
+        })?;
+        settings.pool_size = number("AGENT_PAGES_DATABASE_POOL", &self.database_pool, 1, 1000)?;
+        settings.statement_timeout = Duration::from_millis(number(
+            "AGENT_PAGES_DATABASE_TIMEOUT_MS",
+            &self.database_timeout_ms,
+            1,
+            600_000,
+        )?);
+        Ok(Some(settings))
+    }
 }
 
 /// Where the budget counters live with SQLite (`serve`, `migrate`).
@@ -152,6 +210,10 @@ pub struct Settings {
     pub database: PathBuf,
     /// The budget counters' own SQLite file (used when `redis` is `None`).
     pub budget_database: PathBuf,
+    /// The pages in PostgreSQL; `None` keeps them (and, without Redis, the budget
+    /// counters) in the SQLite file at `database`. With PostgreSQL and no Redis the
+    /// budget counters are in PostgreSQL too.
+    pub postgres: Option<PgSettings>,
     pub demo: bool,
     pub search: SearchSettings,
     /// Searches per client: `SEARCH_RATE_PER_MINUTE`, `SEARCH_RATE_PER_HOUR`.
@@ -217,6 +279,7 @@ impl Settings {
             metrics_bind: None,
             budget_database: crate::db::budget_path_beside(&database),
             database,
+            postgres: None,
             demo: false,
             search: SearchSettings::default(),
             search_budget: Budget::search(20, 200),
@@ -340,6 +403,7 @@ impl Settings {
                 .transpose()?,
             database: args.db.database.clone(),
             budget_database: args.budget_db.path_for(&args.db.database),
+            postgres: args.db.postgres()?,
             demo: args.demo,
             search,
             search_budget,
@@ -458,6 +522,79 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(err.variable, "TRUSTED_PROXY_CIDRS");
+    }
+
+    #[test]
+    fn a_database_url_selects_postgresql_with_its_pool_and_deadline() {
+        let s = parse(&[
+            "--database-url",
+            "postgres://app:pw@db:5432/pages?sslmode=verify-full",
+            "--database-pool",
+            "7",
+            "--database-timeout-ms",
+            "1500",
+        ])
+        .unwrap();
+        let pg = s.postgres.unwrap();
+        assert_eq!(
+            (pg.pool_size, pg.statement_timeout, pg.tls()),
+            (7, std::time::Duration::from_millis(1500), true)
+        );
+        assert_eq!(pg.describe(), "db:5432/pages");
+        assert!(parse(&[]).unwrap().postgres.is_none());
+        assert!(parse(&["--database-url", " "]).unwrap().postgres.is_none());
+    }
+
+    #[test]
+    fn a_bad_database_setting_names_its_variable_and_never_the_password() {
+        for (flags, variable) in [
+            (
+                &["--database-url", "mysql://app:s3cret@db/pages"][..],
+                "AGENT_PAGES_DATABASE_URL",
+            ),
+            (
+                &["--database-url", "postgres://app:s3cret@db:x/pages"],
+                "AGENT_PAGES_DATABASE_URL",
+            ),
+            (
+                &["--database-url", "postgres://db/p", "--database-pool", "0"],
+                "AGENT_PAGES_DATABASE_POOL",
+            ),
+            (
+                &[
+                    "--database-url",
+                    "postgres://db/p",
+                    "--database-timeout-ms",
+                    "x",
+                ],
+                "AGENT_PAGES_DATABASE_TIMEOUT_MS",
+            ),
+            (
+                &["--database-url-file", "/nonexistent/url"],
+                "AGENT_PAGES_DATABASE_URL_FILE",
+            ),
+        ] {
+            let err = parse(flags).err().unwrap();
+            assert_eq!(err.variable, variable, "{flags:?}");
+            assert!(!err.to_string().contains("s3cret"), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_url_can_come_from_a_secret_file_and_is_never_echoed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("url");
+        std::fs::write(&file, "postgres://app:s3cret@db/pages\n").unwrap();
+        let path = file.to_str().unwrap();
+        let pg = parse(&["--database-url-file", path])
+            .unwrap()
+            .postgres
+            .unwrap();
+        assert_eq!(pg.describe(), "db:5432/pages");
+        std::fs::write(&file, "postgres://app:s3cret@db:port/pages").unwrap();
+        let err = parse(&["--database-url-file", path]).err().unwrap();
+        assert_eq!(err.variable, "AGENT_PAGES_DATABASE_URL_FILE");
+        assert!(!err.to_string().contains("s3cret"), "{err}");
     }
 
     #[test]

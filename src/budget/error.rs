@@ -27,16 +27,23 @@ pub enum StoreError {
     /// of ours overwritten by someone else): answer 500.
     #[error("budget store answer: {0}")]
     Redis(String),
+    /// PostgreSQL refused the budget call itself (a bug, a schema not migrated):
+    /// answer 500.
+    #[error("budget store: {0}")]
+    Postgres(String),
 }
 
 impl StoreError {
     /// How it is answered: a bug of ours ([`StoreError::Db`], [`StoreError::Batch`],
-    /// [`StoreError::Redis`]) or a store that cannot answer now (the rest; the
+    /// [`StoreError::Redis`], [`StoreError::Postgres`]) or a store that cannot answer now (the rest; the
     /// RateLimiter gone means the process is shutting down).
     pub fn fault(&self) -> Fault {
         match self {
             StoreError::Unavailable(_) | StoreError::Mailbox(_) => Fault::Unavailable,
-            StoreError::Db(_) | StoreError::Batch(_) | StoreError::Redis(_) => Fault::Bug,
+            StoreError::Db(_)
+            | StoreError::Batch(_)
+            | StoreError::Redis(_)
+            | StoreError::Postgres(_) => Fault::Bug,
         }
     }
 }

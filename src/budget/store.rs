@@ -7,6 +7,9 @@
 //!   sharing the file share the budget.
 //! - Redis or Valkey (`AGENT_PAGES_REDIS_URL`): one server-side script per call
 //!   ([`super::redis`]); replicas on any number of hosts share the budget.
+//! - PostgreSQL, when the pages are there and no Redis is set: one server-side
+//!   function per batch of calls ([`super::postgres`]), which also reads the corpus
+//!   generation.
 //!
 //! Whichever it is, the store's health is tracked here: the event log says once
 //! when it stops answering and once when it answers again, not once per request.
@@ -42,6 +45,7 @@ use actix::Addr;
 use hashlink::LruCache;
 
 use super::error::StoreError;
+use super::postgres::PgCounters;
 pub use super::rate_limiter::CountMode;
 use super::rate_limiter::{self, RateLimiter};
 use super::redis::RedisCounters;
@@ -75,6 +79,7 @@ const FULL_MEMO_ENTRIES: usize = 65_536;
 enum Backend {
     Sqlite(Addr<RateLimiter>),
     Redis(RedisCounters),
+    Postgres(PgCounters, crate::pg::Pg),
 }
 
 /// When a remembered refusal ends.
@@ -129,6 +134,12 @@ impl BudgetStore {
         Self::with(Backend::Redis(counters))
     }
 
+    /// The counters in PostgreSQL (the pages' database), shared by every replica;
+    /// `pg` is the pool the sweep runs on.
+    pub fn postgres(counters: PgCounters, pg: crate::pg::Pg) -> Self {
+        Self::with(Backend::Postgres(counters, pg))
+    }
+
     fn with(backend: Backend) -> Self {
         Self {
             backend,
@@ -137,11 +148,12 @@ impl BudgetStore {
         }
     }
 
-    /// Which store this is, for logs and docs: `sqlite` or `redis`.
+    /// Which store this is, for logs and docs: `sqlite`, `redis` or `postgres`.
     pub fn kind(&self) -> &'static str {
         match self.backend {
             Backend::Sqlite(_) => "sqlite",
             Backend::Redis(_) => "redis",
+            Backend::Postgres(..) => "postgres",
         }
     }
 
@@ -150,6 +162,7 @@ impl BudgetStore {
         match &self.backend {
             Backend::Sqlite(_) => StoreClock::Caller,
             Backend::Redis(redis) => redis.clock(),
+            Backend::Postgres(counters, _) => counters.clock(),
         }
     }
 
@@ -263,6 +276,12 @@ impl BudgetStore {
                 }
             }
             Backend::Redis(redis) => redis.spend(budget, keys, now).await,
+            // Its function also reads the corpus generation; the search reads it from
+            // the page store after the spend, as with every other store.
+            Backend::Postgres(counters, _) => counters
+                .spend(budget, keys, now)
+                .await
+                .map(|(d, _generation)| d),
         };
         self.observe(result)
     }
@@ -295,6 +314,10 @@ impl BudgetStore {
                 CountMode::Peek => redis.peek(budget, &keys, now).await,
                 CountMode::Record => redis.record(budget, &keys, now).await,
             },
+            Backend::Postgres(counters, _) => match mode {
+                CountMode::Peek => counters.peek(budget, &keys, now).await,
+                CountMode::Record => counters.record(budget, &keys, now).await,
+            },
         };
         self.observe(result)
     }
@@ -322,6 +345,7 @@ impl BudgetStore {
             Backend::Sqlite(addr) => Ok(addr.send(rate_limiter::Sweep { now, horizon }).await??),
             // Every Redis key expires at the end of its window.
             Backend::Redis(_) => Ok(0),
+            Backend::Postgres(_, pg) => PgCounters::sweep(pg, now, horizon).await,
         }
     }
 }

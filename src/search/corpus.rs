@@ -211,6 +211,10 @@ impl Spare {
 pub struct Corpus {
     /// Where the candidates, the generation and the change log are read.
     store: PageStore,
+    /// The store's history ([`PageStore::epoch`]) the current snapshot was built
+    /// in: generations of another history say nothing about it (a restored backup,
+    /// a failover that lost commits), so a different one means a full reload.
+    epoch: std::sync::atomic::AtomicU64,
     current: RwLock<Arc<Snapshot>>,
     /// Held while the snapshot is rebuilt or updated; guards the spare index.
     rebuild: tokio::sync::Mutex<Spare>,
@@ -224,6 +228,7 @@ impl Corpus {
     pub fn new(store: PageStore, fetches: IntCounter) -> Self {
         Self {
             store,
+            epoch: std::sync::atomic::AtomicU64::new(u64::MAX),
             current: RwLock::new(Arc::new(Snapshot::build(-1, Vec::new()))),
             rebuild: tokio::sync::Mutex::new(Spare::default()),
             fetches,
@@ -245,18 +250,26 @@ impl Corpus {
     }
 
     async fn refresh(&self) -> Result<Arc<Snapshot>, PageStoreError> {
+        use std::sync::atomic::Ordering;
         let generation = self.store.generation().await?;
-        if let Some(s) = self.at_least(generation) {
-            return Ok(s);
+        // Read after the generation, which it belongs to.
+        let epoch = self.store.epoch();
+        let same_history = || self.epoch.load(Ordering::Acquire) == epoch;
+        if same_history() {
+            if let Some(s) = self.at_least(generation) {
+                return Ok(s);
+            }
         }
         // One rebuild at a time; the others find its result when they get the lock.
         let mut guard = self.rebuild.lock().await;
-        if let Some(s) = self.at_least(generation) {
-            return Ok(s);
+        if same_history() {
+            if let Some(s) = self.at_least(generation) {
+                return Ok(s);
+            }
         }
         let base = self.peek();
         let since = base.generation;
-        let changed = if since >= 0 {
+        let changed = if since >= 0 && same_history() {
             self.store.changes_since(since).await?
         } else {
             None
@@ -294,6 +307,7 @@ impl Corpus {
                 })
                 .await
                 .map_err(|e| PageStoreError::Failed(format!("building the snapshot: {e}")))?;
+                self.epoch.store(epoch, Ordering::Release);
                 tracing::info!(
                     generation = snapshot.generation,
                     candidates = snapshot.len(),

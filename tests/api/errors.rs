@@ -187,12 +187,16 @@ async fn a_failure_on_our_side_is_500_internal_with_its_cause_logged_not_sent() 
     crate::helpers::capture_logs();
     let app = spawn_app().await;
     // A fault no answer of the API maps: the database refuses the insert itself.
-    app.conn()
-        .execute_batch(
-            "CREATE TRIGGER injected_fault BEFORE INSERT ON pages
-             BEGIN SELECT RAISE(ABORT, 'injected-fault-5e1f'); END;",
-        )
-        .unwrap();
+    let postgres = matches!(app.pages_db, crate::helpers::PagesDb::Postgres { .. });
+    app.sql(if postgres {
+        "CREATE FUNCTION injected_fault() RETURNS trigger LANGUAGE plpgsql AS
+         $$ BEGIN RAISE EXCEPTION 'injected-fault-5e1f'; END $$;
+         CREATE TRIGGER injected_fault BEFORE INSERT ON pages
+         FOR EACH ROW EXECUTE FUNCTION injected_fault();"
+    } else {
+        "CREATE TRIGGER injected_fault BEFORE INSERT ON pages
+         BEGIN SELECT RAISE(ABORT, 'injected-fault-5e1f'); END;"
+    });
     let r = app
         .create(serde_json::json!({"title": "Never stored"}))
         .await;
@@ -206,9 +210,11 @@ async fn a_failure_on_our_side_is_500_internal_with_its_cause_logged_not_sent() 
         "the cause is logged"
     );
     // A write the fault does not touch still succeeds.
-    app.conn()
-        .execute_batch("DROP TRIGGER injected_fault")
-        .unwrap();
+    app.sql(if postgres {
+        "DROP TRIGGER injected_fault ON pages"
+    } else {
+        "DROP TRIGGER injected_fault"
+    });
     let r = app
         .create(serde_json::json!({"title": "Stored after"}))
         .await;

@@ -3,10 +3,9 @@
 
 use serde_json::json;
 
-use crate::helpers::spawn_app_with;
-use crate::helpers::{AGENT, PIN};
+use crate::helpers::{spawn_app_with, AGENT, PIN};
 
-/// (minute, hour) publish counters of `client` in SQLite (0 without a row).
+/// (minute, hour) publish counters of `client` as stored (0 without a row).
 fn publish_counters(app: &crate::helpers::TestApp, client: &str) -> (i64, i64) {
     let keys = app
         .state
@@ -15,16 +14,7 @@ fn publish_counters(app: &crate::helpers::TestApp, client: &str) -> (i64, i64) {
         .keys(&agent_pages::client_ip::ClientIp::from_addr(
             client.parse().unwrap(),
         ));
-    let conn = app.budget_conn();
-    let read = |k: &str| -> i64 {
-        rusqlite::OptionalExtension::optional(conn.query_row(
-            "SELECT count FROM rate_limit_counters WHERE bucket = ?1",
-            [k],
-            |r| r.get(0),
-        ))
-        .unwrap()
-        .unwrap_or(0)
-    };
+    let read = |k: &str| -> i64 { app.counter_row(k).map_or(0, |(_, count)| count) };
     (read(&keys.0[0]), read(&keys.0[1]))
 }
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::helpers::spawn_app_in;
+use crate::helpers::spawn_app_in_folder;
 use crate::helpers::support::Tmpfs;
 use crate::helpers::{spawn_app, AGENT, PIN};
 
@@ -99,7 +99,7 @@ async fn a_full_disk_is_answered_503_and_writes_are_kept_again_once_space_is_bac
         return;
     };
     let elsewhere = tempfile::tempdir().unwrap();
-    let app = spawn_app_in(tmpfs.path(), |s| {
+    let app = spawn_app_in_folder(tmpfs.path(), |s| {
         s.publish_budget.set_limit("minute", 1000);
         s.publish_budget.set_limit("hour", 1000);
         s.budget_database = elsewhere.path().join("budget.sqlite3");
@@ -189,7 +189,8 @@ async fn a_full_disk_under_the_budget_answers_503_budget_unavailable_never_500()
     let Some(tmpfs) = small_disk("a_full_disk_under_the_budget_answers_503", 6 << 20) else {
         return;
     };
-    let app = spawn_app_in(tmpfs.path(), |s| s.search_budget.set_limit("minute", 1000)).await;
+    let app =
+        spawn_app_in_folder(tmpfs.path(), |s| s.search_budget.set_limit("minute", 1000)).await;
     assert_eq!(app.search("kubernetes", AGENT).await.status(), 200);
     let filler = fill(tmpfs.path());
     let mut refused = 0;

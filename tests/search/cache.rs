@@ -16,13 +16,10 @@ async fn a_title_change_by_another_process_makes_the_next_identical_search_a_mis
         .unwrap()
         .contains("<mark>Persistent</mark> key-value <mark>database</mark> with network"));
 
-    app.conn()
-        .execute(
-            "UPDATE pages SET title = 'Persistent key-value database, renamed', current_version = current_version + 1
-             WHERE slug = 'redis'",
-            [],
-        )
-        .unwrap();
+    app.sql(
+        "UPDATE pages SET title = 'Persistent key-value database, renamed', current_version = current_version + 1
+         WHERE slug = 'redis'",
+    );
     let r = app.search("persistent database", CLIENT).await;
     assert_eq!(header(&r, "x-search-cache"), Some("miss"));
     let body = r.text().await.unwrap();
@@ -60,7 +57,7 @@ async fn a_page_taken_off_the_candidates_is_never_shown_again() {
     ] {
         let (_, _, body) = app.search_json("kubernetes", CLIENT).await;
         assert!(slugs(&body).iter().any(|s| s == slug), "{slug} shown before its change");
-        app.conn().execute(change, []).unwrap();
+        app.sql(change);
         gone.push(slug);
         let (_, headers, body) = app.search_json("kubernetes", CLIENT).await;
         assert_eq!(headers.get("x-search-cache").unwrap(), "miss");
@@ -85,20 +82,13 @@ async fn a_change_outside_the_candidates_keeps_the_cache_warm() {
     assert_eq!(header(&r, "x-search-cache"), Some("miss"));
     // Archiving vim takes it off the candidates: the fingerprint moves, so the
     // same search scores again.
-    app.conn()
-        .execute(
-            "UPDATE pages SET lifecycle = 'archived' WHERE slug = 'vim'",
-            [],
-        )
-        .unwrap();
+    app.sql("UPDATE pages SET lifecycle = 'archived' WHERE slug = 'vim'");
     let r = app.search("golang compiler", CLIENT).await;
     assert_eq!(header(&r, "x-search-cache"), Some("miss"));
     let before = generation().await;
     // A change to vim now, outside the candidates, moves the generation but not
     // the fingerprint: a hit.
-    app.conn()
-        .execute("UPDATE pages SET body = 'edited' WHERE slug = 'vim'", [])
-        .unwrap();
+    app.sql("UPDATE pages SET body = 'edited' WHERE slug = 'vim'");
     let r = app.search("golang compiler", CLIENT).await;
     assert_eq!(header(&r, "x-search-cache"), Some("hit"));
     assert!(generation().await > before, "the generation moved");
@@ -112,19 +102,16 @@ async fn writes_by_another_process_during_a_burst_never_yield_a_stale_title() {
         s.search_budget.set_limit("hour", 100_000);
     })
     .await;
-    let writer = app.conn();
     for k in 1..=15 {
         // Searches in flight while another connection renames the page...
         let burst: Vec<_> = (0..8)
             .map(|i| app.spawn_search_full("persistent database", &format!("198.51.100.{i}")))
             .collect();
-        writer
-            .execute(
-                "UPDATE pages SET title = ?1, current_version = current_version + 1
-                 WHERE slug = 'redis'",
-                [format!("Persistent key-value database revision {k}")],
-            )
-            .unwrap();
+        app.sql(&format!(
+            "UPDATE pages SET title = 'Persistent key-value database revision {k}',
+                    current_version = current_version + 1
+             WHERE slug = 'redis'"
+        ));
         // ...and every search sent after that commit shows the new title.
         let (status, _, body) = app
             .spawn_search_full("persistent database", CLIENT)
@@ -270,7 +257,9 @@ async fn app_over_words(titles: usize, max_bytes: usize, rows: usize) -> crate::
             format!("{{\"title\":\"{} {} {} {i}\"}}\n", w(1), w(7), w(13))
         })
         .collect();
-    agent_pages::import::import(&mut app.conn(), corpus.as_bytes(), None, T0).unwrap();
+    agent_pages::import::import_into(&app.state.pages.store, corpus.as_bytes(), None, T0)
+        .await
+        .unwrap();
     app
 }
 

@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // each test crate that includes this uses a different part
 
+pub mod pg_server;
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};

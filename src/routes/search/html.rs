@@ -147,6 +147,7 @@ pub(super) fn html_response(
         | Outcome::Overloaded { display }
         | Outcome::BudgetUnavailable { display }
         | Outcome::Busy { display }
+        | Outcome::StorageUnavailable { display }
         | Outcome::TooShort { display }
         | Outcome::TooLong { display }
         | Outcome::BadPage { display }

@@ -52,7 +52,9 @@ pub enum Outcome {
     /// 503 with `Retry-After: 1`; never admitted unlimited.
     BudgetUnavailable { display: String },
     /// The page store could not be read (its WAL index unsafe to touch, I/O
-    /// failing, damaged): 503 with `Retry-After: 5`; the budget was spent.
+    /// failing, damaged; PostgreSQL down, so the generation is unknown): 503 with
+    /// `Retry-After: 5`, never an answer from a snapshot that may be stale; the
+    /// budget was spent.
     StorageUnavailable { display: String },
     /// Window number `window` of the search budget is full: 429 with `Retry-After`.
     Refused {
