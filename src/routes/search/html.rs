@@ -357,6 +357,7 @@ mod tests {
             Outcome::TooShort { display: display() },
             Outcome::Overloaded { display: display() },
             Outcome::BudgetUnavailable { display: display() },
+            Outcome::StorageUnavailable { display: display() },
             Outcome::Busy { display: display() },
             Outcome::Failed { display: display() },
         ];
@@ -428,7 +429,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(compared, THEMES.len() * 9 * queries.len());
+        assert_eq!(compared, THEMES.len() * 10 * queries.len());
     }
 
     #[test]
