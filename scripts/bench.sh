@@ -4,6 +4,11 @@
 # (cargo build --release --bins --examples). Never run in CI.
 #
 #   scripts/bench.sh [--corpus FILE.jsonl] [--duration SECS] [--connections N]
+#                    [--postgres postgres://USER@HOST:PORT]
+#
+# --postgres keeps the pages (and budgets) in the databases `demo` and `big` of that
+# PostgreSQL server instead of SQLite files (scripts/bench-postgres.sh starts one
+# and runs this script twice, SQLite first, then PostgreSQL).
 #
 # Workloads (each `wrk -t2 -cN -dD`, two rounds):
 #   hit    one fixed query, every answer a cache hit        vs the bare handler
@@ -21,6 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 corpus=""
+postgres=""
 duration=10
 connections=32
 while [ $# -gt 0 ]; do
@@ -28,7 +34,8 @@ while [ $# -gt 0 ]; do
     --corpus) corpus="$2"; shift 2 ;;
     --duration) duration="$2"; shift 2 ;;
     --connections) connections="$2"; shift 2 ;;
-    -h|--help) sed -n 2,18p "$0"; exit 0 ;;
+    --postgres) postgres="$2"; shift 2 ;;
+    -h|--help) sed -n 2,23p "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -76,15 +83,23 @@ wrk_rps() {
   echo "$rps $p50 $p99 ${non:-0}"
 }
 
-db="$work/demo.sqlite3"
+# where the pages are: SQLite files in $work, or databases on --postgres
+if [ -n "$postgres" ]; then
+  db_demo=(AGENT_PAGES_DATABASE_URL="$postgres/demo" AGENT_PAGES_DATABASE="$work/unused.sqlite3")
+  db_big=(AGENT_PAGES_DATABASE_URL="$postgres/big" AGENT_PAGES_DATABASE="$work/unused.sqlite3")
+  echo "# pages and budgets in PostgreSQL at $postgres"
+else
+  db_demo=(AGENT_PAGES_DATABASE="$work/demo.sqlite3")
+  db_big=(AGENT_PAGES_DATABASE="$work/big.sqlite3")
+fi
 echo "# preparing the demo database"
-AGENT_PAGES_DATABASE="$db" "$bin" migrate >/dev/null
-start demo env AGENT_PAGES_DATABASE="$db" AGENT_PAGES_BIND=127.0.0.1:0 "$bin" serve --demo
+env "${db_demo[@]}" "$bin" migrate >/dev/null
+start demo env "${db_demo[@]}" AGENT_PAGES_BIND=127.0.0.1:0 "$bin" serve --demo
 stop_all
 
 query="kubernetes"
 echo "# hit: one query, cache hits"
-start hit env AGENT_PAGES_DATABASE="$db" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
+start hit env "${db_demo[@]}" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
   TRUSTED_PROXY_CIDRS=127.0.0.1 SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 \
   "$bin" serve
 curl -s "$url/search?q=$query" -o "$work/hit.html"
@@ -103,7 +118,7 @@ done
 stop_all
 
 echo "# 429: one client over its minute budget"
-start refused env AGENT_PAGES_DATABASE="$db" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
+start refused env "${db_demo[@]}" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
   SEARCH_RATE_PER_MINUTE=1 SEARCH_RATE_PER_HOUR=1 "$bin" serve
 curl -s "$url/search?q=$query" -o /dev/null
 curl -s "$url/search?q=$query" -o "$work/refused.html"
@@ -119,11 +134,10 @@ done
 stop_all
 
 if [ -n "$corpus" ]; then
-  big="$work/big.sqlite3"
   echo "# importing $corpus for the busy and writes workloads"
-  AGENT_PAGES_DATABASE="$big" "$bin" import "$corpus" >/dev/null 2>&1 || true
+  env "${db_big[@]}" "$bin" import "$corpus" >/dev/null 2>&1 || true
   echo "# busy: $connections connections of distinct misses, 1 scorer slot"
-  start busy env AGENT_PAGES_DATABASE="$big" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
+  start busy env "${db_big[@]}" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
     SEARCH_CONCURRENCY=1 SEARCH_MAX_IN_FLIGHT=1024 TRUSTED_PROXY_CIDRS=127.0.0.1 \
     SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 "$bin" serve
   for round in 1 2; do
@@ -132,7 +146,7 @@ if [ -n "$corpus" ]; then
   done
   stop_all
   echo "# writes: 20 updates/s while 4 clients search (hits and misses)"
-  start writes env AGENT_PAGES_DATABASE="$big" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
+  start writes env "${db_big[@]}" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
     TRUSTED_PROXY_CIDRS=127.0.0.1 PUBLISH_RATE_PER_MINUTE=1000000 PUBLISH_RATE_PER_HOUR=100000000 \
     SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 "$bin" serve
   "$loadgen" --url "$url" --mode mixed --concurrency 4 --requests 40000 --clients 4 \
