@@ -2,6 +2,7 @@
 //! [`query`] (gate 1), [`client_ip`] (gate 2), [`crate::budget`] (gates 3/4), [`corpus`]
 //! and the cache (gate 5), then [`rank`] inside a scorer slot.
 
+pub(crate) mod chunked;
 pub mod client_ip;
 pub mod corpus;
 pub mod normalize;

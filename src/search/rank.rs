@@ -37,6 +37,7 @@ mod highlight;
 mod index;
 mod lexicon;
 mod lookup;
+mod postings;
 mod score;
 mod select;
 

@@ -192,8 +192,10 @@ pub(super) fn first_pass(index: &RankIndex, matches: &WordMatches) -> Candidates
         ];
         for c in cols.into_iter().flatten() {
             for h in &matches.columns[c].hits {
-                for &t in index.postings(h.word) {
-                    offer(t, h.quality, &mut best);
+                for block in index.postings(h.word) {
+                    for &t in block {
+                        offer(t, h.quality, &mut best);
+                    }
                 }
             }
         }
@@ -202,7 +204,7 @@ pub(super) fn first_pass(index: &RankIndex, matches: &WordMatches) -> Candidates
             let head = &matches.columns[join.head_col].hits;
             let tail = &matches.columns[join.tail_col].hits;
             let postings_of = |hits: &[WordHit]| -> usize {
-                hits.iter().map(|h| index.postings(h.word).len()).sum()
+                hits.iter().map(|h| index.titles_with(h.word)).sum()
             };
             let side = if postings_of(head) <= postings_of(tail) {
                 head
@@ -210,7 +212,7 @@ pub(super) fn first_pass(index: &RankIndex, matches: &WordMatches) -> Candidates
                 tail
             };
             for h in side {
-                for &t in index.postings(h.word) {
+                for &t in index.postings(h.word).flatten() {
                     matches.find_parts(index.words(t), join, &mut parts);
                     let mut top = 0.0f32;
                     parts.best_pairs(join.head_len, join.tail_len, |_, _, q| top = top.max(q));

@@ -123,48 +123,50 @@ pub(super) fn lookup(lexicon: &Lexicon, query: &QueryWord, out: &mut Vec<WordHit
         } else {
             0
         };
-        for (k, &id) in bucket.ids.iter().enumerate() {
-            let mut best: Option<(f32, usize)> = None;
-            if whole && lacks_at_most(bucket.masks[k], budget) {
-                let word = bucket.word(k, word_len);
-                if let Some(d) = comparator.distance_with_args(word.iter().copied(), &args) {
-                    best = Some((full_quality(d, len), d));
-                }
-            }
-            if as_prefix {
-                // The signature of the longest head tried must lack at most
-                // `prefix_budget` of the query's chars; the precomputed head
-                // signature is tried first.
-                let plausible = prefix_budget == 0
-                    || if head_max <= HEAD_CHARS {
-                        lacks_at_most(bucket.head_masks[k], prefix_budget)
-                            && (head_max == HEAD_CHARS.min(word_len)
-                                || lacks_at_most(
-                                    char_mask(&bucket.word(k, word_len)[..head_max]),
-                                    prefix_budget,
-                                ))
-                    } else {
-                        lacks_at_most(
-                            char_mask(&bucket.word(k, word_len)[..head_max]),
-                            prefix_budget,
-                        )
-                    };
-                let edits = plausible
-                    .then(|| prefix_match(&comparator, q, bucket.word(k, word_len)))
-                    .flatten();
-                if let Some((d, _)) = edits {
-                    let p = prefix_quality(d, len, word_len);
-                    if best.is_none_or(|(b, _)| p > b) {
-                        best = Some((p, d));
+        for chunk in bucket.chunks() {
+            for (k, &id) in chunk.ids.iter().enumerate() {
+                let mut best: Option<(f32, usize)> = None;
+                if whole && lacks_at_most(chunk.masks[k], budget) {
+                    let word = chunk.word(k, word_len);
+                    if let Some(d) = comparator.distance_with_args(word.iter().copied(), &args) {
+                        best = Some((full_quality(d, len), d));
                     }
                 }
-            }
-            if let Some((quality, edits)) = best {
-                out.push(WordHit {
-                    word: id,
-                    quality,
-                    edits: edits as u8,
-                });
+                if as_prefix {
+                    // The signature of the longest head tried must lack at most
+                    // `prefix_budget` of the query's chars; the precomputed head
+                    // signature is tried first.
+                    let plausible = prefix_budget == 0
+                        || if head_max <= HEAD_CHARS {
+                            lacks_at_most(chunk.head_masks[k], prefix_budget)
+                                && (head_max == HEAD_CHARS.min(word_len)
+                                    || lacks_at_most(
+                                        char_mask(&chunk.word(k, word_len)[..head_max]),
+                                        prefix_budget,
+                                    ))
+                        } else {
+                            lacks_at_most(
+                                char_mask(&chunk.word(k, word_len)[..head_max]),
+                                prefix_budget,
+                            )
+                        };
+                    let edits = plausible
+                        .then(|| prefix_match(&comparator, q, chunk.word(k, word_len)))
+                        .flatten();
+                    if let Some((d, _)) = edits {
+                        let p = prefix_quality(d, len, word_len);
+                        if best.is_none_or(|(b, _)| p > b) {
+                            best = Some((p, d));
+                        }
+                    }
+                }
+                if let Some((quality, edits)) = best {
+                    out.push(WordHit {
+                        word: id,
+                        quality,
+                        edits: edits as u8,
+                    });
+                }
             }
         }
     }

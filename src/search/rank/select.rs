@@ -161,14 +161,13 @@ impl TitleScorer<'_> {
                 });
         }
         self.units.sort_unstable_by_key(|u| u.start);
-        let title = &self.index.titles[t as usize];
         let matched = self.candidates.tallies[t as usize].matched.count_ones();
         let raw = score::align(&self.units, m, &mut self.scratch)
             + score::coverage(self.index.title_len(t), matched);
         Ranked {
             raw,
-            title_words: title.words.len() as u32,
-            page_id: title.page_id,
+            title_words: words.len() as u32,
+            page_id: self.index.page_id(t),
         }
     }
 }
