@@ -99,7 +99,7 @@ fn snapshot_write(c: &mut Criterion) {
         b.iter(|| {
             k += 1;
             let id = (k * 7919 % n) as i64 + 1;
-            let old = snapshot.page(id).expect("a page").clone();
+            let old = snapshot.page(id).expect("a page").to_candidate();
             let page = Candidate {
                 version: old.version + 1,
                 title: format!("{} revised {k}", old.title),

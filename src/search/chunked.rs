@@ -203,7 +203,7 @@ impl<T: Copy, const BITS: u32> ChunkedLists<T, BITS> {
 }
 
 /// Keys per [`IdMap`] chunk.
-const ID_BITS: u32 = 8;
+const ID_BITS: u32 = if cfg!(test) { 8 } else { 12 };
 const IDS_PER_CHUNK: usize = 1 << ID_BITS;
 /// The value an [`IdMap`] chunk holds for an absent key.
 const ABSENT: u32 = u32::MAX;

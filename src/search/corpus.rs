@@ -13,8 +13,8 @@ use prometheus::IntCounter;
 use sha2::{Digest, Sha256};
 
 use crate::db::{self, pages, pages::Candidate, DbError};
-use crate::search::chunked::ChunkedVec;
-use crate::search::rank::RankIndex;
+use crate::search::rank::{IndexBuilder, RankIndex};
+use crate::search::rows::{CandidateRef, Rows};
 
 /// The corpus fingerprint: the sum, modulo 2²⁵⁶, of SHA-256(id ‖ version) over the
 /// candidates (each pair as two big-endian i64s).
@@ -25,7 +25,7 @@ use crate::search::rank::RankIndex;
 /// guarantee the cache relies on: ids are never reused and versions only grow, so a
 /// candidate set with any page added, removed or changed is a different set of
 /// pairs, and a different sum except for a SHA-256 coincidence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fingerprint(pub [u8; 32]);
 
 impl Fingerprint {
@@ -38,16 +38,21 @@ impl Fingerprint {
         sum
     }
 
-    fn digest(c: &Candidate) -> [u8; 32] {
+    fn digest(id: i64, version: i64) -> [u8; 32] {
         let mut hasher = Sha256::new();
-        hasher.update(c.id.to_be_bytes());
-        hasher.update(c.version.to_be_bytes());
+        hasher.update(id.to_be_bytes());
+        hasher.update(version.to_be_bytes());
         hasher.finalize().into()
     }
 
     /// Adds `c`'s pair.
     pub fn add(&mut self, c: &Candidate) {
-        let d = Self::digest(c);
+        self.add_pair(c.id, c.version);
+    }
+
+    /// Adds the pair `(id, version)`.
+    pub fn add_pair(&mut self, id: i64, version: i64) {
+        let d = Self::digest(id, version);
         let mut carry = 0u16;
         for i in (0..32).rev() {
             let v = u16::from(self.0[i]) + u16::from(d[i]) + carry;
@@ -58,7 +63,12 @@ impl Fingerprint {
 
     /// Takes `c`'s pair away again.
     pub fn remove(&mut self, c: &Candidate) {
-        let d = Self::digest(c);
+        self.remove_pair(c.id, c.version);
+    }
+
+    /// Takes the pair `(id, version)` away again.
+    pub fn remove_pair(&mut self, id: i64, version: i64) {
+        let d = Self::digest(id, version);
         let mut borrow = 0i16;
         for i in (0..32).rev() {
             let mut v = i16::from(self.0[i]) - i16::from(d[i]) - borrow;
@@ -81,28 +91,19 @@ impl Fingerprint {
 pub struct Snapshot {
     pub generation: i64,
     pub fingerprint: Fingerprint,
-    /// Each candidate's row, at its slot in `index` (`None` at free slots).
-    rows: ChunkedVec<Option<Candidate>, 10>,
+    /// Each candidate's row, at its slot in `index`.
+    rows: Rows,
     pub index: RankIndex,
 }
 
 impl Snapshot {
     /// Builds the fingerprint and index of `pages`, which must be sorted by id.
     pub fn build(generation: i64, pages: Vec<Candidate>) -> Self {
-        debug_assert!(pages.windows(2).all(|w| w[0].id < w[1].id));
-        let fingerprint = Fingerprint::of(&pages);
-        let index = RankIndex::build(pages.iter().map(|p| (p.id, p.title.as_str())));
-        let mut rows: Vec<Option<Candidate>> = vec![None; index.slot_count()];
-        for page in pages {
-            let slot = index.slot(page.id).expect("every page is indexed");
-            rows[slot as usize] = Some(page);
+        let mut builder = SnapshotBuilder::default();
+        for page in &pages {
+            builder.push(page.borrowed());
         }
-        Self {
-            generation,
-            fingerprint,
-            rows: ChunkedVec::from_vec(rows),
-            index,
-        }
+        builder.finish(generation)
     }
 
     /// This snapshot with `changes` applied (each changed page's id and its
@@ -115,22 +116,18 @@ impl Snapshot {
         let mut fingerprint = self.fingerprint;
         for (id, row) in changes {
             if let Some(slot) = index.slot(*id) {
-                if let Some(old) = rows.get(slot as usize) {
-                    fingerprint.remove(old);
+                if let Some(old) = rows.get(slot as usize, *id) {
+                    fingerprint.remove_pair(old.id, old.version);
                 }
                 if row.is_none() {
                     index.remove(*id);
-                    rows.set(slot as usize, None);
+                    rows.clear(slot as usize);
                 }
             }
             if let Some(row) = row {
                 index.upsert(*id, &row.title);
                 let slot = index.slot(*id).expect("just upserted") as usize;
-                if slot == rows.len() {
-                    rows.push(Some(row.clone()));
-                } else {
-                    rows.set(slot, Some(row.clone()));
-                }
+                rows.set(slot, row.borrowed());
                 fingerprint.add(row);
             }
         }
@@ -143,9 +140,15 @@ impl Snapshot {
     }
 
     /// The candidate with this id, if it is one at this generation.
-    pub fn page(&self, id: i64) -> Option<&Candidate> {
+    pub fn page(&self, id: i64) -> Option<CandidateRef<'_>> {
         let slot = self.index.slot(id)?;
-        self.rows.get(slot as usize).as_ref()
+        self.rows.get(slot as usize, id)
+    }
+
+    /// Approximate heap bytes of the rows and the index (storage shared with
+    /// other snapshots counted as this one's).
+    pub fn heap_bytes(&self) -> usize {
+        self.rows.heap_bytes() + self.index.heap_bytes()
     }
 
     /// Number of candidates.
@@ -155,6 +158,42 @@ impl Snapshot {
 
     pub fn is_empty(&self) -> bool {
         self.index.is_empty()
+    }
+}
+
+/// Builds a [`Snapshot`] one candidate at a time, as the rows are read: the
+/// whole table is never held as `Candidate`s (at a million pages those were
+/// twice the snapshot's own size).
+#[derive(Debug, Default)]
+pub struct SnapshotBuilder {
+    rows: Rows,
+    index: IndexBuilder,
+    fingerprint: Fingerprint,
+}
+
+impl SnapshotBuilder {
+    /// Adds `c`; candidates must come in increasing id order.
+    pub fn push(&mut self, c: CandidateRef<'_>) {
+        self.rows.set(self.rows.len(), c);
+        self.fingerprint.add_pair(c.id, c.version);
+        self.index.push(c.id, c.title);
+    }
+
+    /// The snapshot of every candidate pushed, at `generation`.
+    pub fn finish(self, generation: i64) -> Snapshot {
+        let SnapshotBuilder {
+            mut rows,
+            index,
+            fingerprint,
+        } = self;
+        rows.shrink_to_fit();
+        Snapshot {
+            generation,
+            fingerprint,
+            rows,
+            // Slots are given in the order of the pushes, as the rows were kept.
+            index: index.finish(),
+        }
     }
 }
 
@@ -271,14 +310,29 @@ impl Corpus {
                 snapshot
             }
             None => {
+                let started = std::time::Instant::now();
                 let snapshot = db::with_conn(&self.pool, |c| {
-                    let (generation, list) = pages::candidates(c)?;
-                    Ok(Arc::new(Snapshot::build(generation, list)))
+                    // On a thread of its own that ends with the build: the
+                    // allocator returns the build's scratch (about as large as
+                    // the snapshot) to the system when its thread exits, where
+                    // a pooled thread would keep it.
+                    std::thread::scope(|scope| {
+                        scope
+                            .spawn(|| {
+                                let mut builder = SnapshotBuilder::default();
+                                let generation = pages::each_candidate(c, |row| builder.push(row))?;
+                                Ok(Arc::new(builder.finish(generation)))
+                            })
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    })
                 })
                 .await?;
                 tracing::info!(
                     generation = snapshot.generation,
                     candidates = snapshot.len(),
+                    heap_mb = (snapshot.heap_bytes() as f64 / 1e6).round(),
+                    ms = started.elapsed().as_millis() as u64,
                     "built the candidate snapshot"
                 );
                 snapshot

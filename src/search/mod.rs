@@ -8,3 +8,4 @@ pub mod corpus;
 pub mod normalize;
 pub mod query;
 pub mod rank;
+pub mod rows;

@@ -42,7 +42,7 @@ mod score;
 mod select;
 
 pub use highlight::{highlight, marks, Marks};
-pub use index::RankIndex;
+pub use index::{IndexBuilder, RankIndex};
 use lookup::QueryWord;
 
 /// One ranked row: page id and score in 0.0..=100.0 (higher is better).

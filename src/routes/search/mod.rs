@@ -21,10 +21,10 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::actors::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
 use crate::budget::store::StoreError;
 use crate::budget::Decision;
-use crate::db::pages::Candidate;
 use crate::search::corpus::Snapshot;
 use crate::search::query::{Gate1, SearchQuery};
 use crate::search::rank::{Marks, ScoredRow};
+use crate::search::rows::CandidateRef;
 use crate::state::AppState;
 
 pub use outcome::{CacheStatus, Outcome};
@@ -181,8 +181,8 @@ pub(super) fn displayed_rows<'a>(
     result: &'a CachedResult,
     page: usize,
     snapshot: &'a Snapshot,
-) -> impl Iterator<Item = (&'a ScoredRow, &'a Candidate, &'a Marks)> + 'a {
-    let marks = result.marks(page, |id| snapshot.page(id).map(|p| p.title.as_str()));
+) -> impl Iterator<Item = (&'a ScoredRow, CandidateRef<'a>, &'a Marks)> + 'a {
+    let marks = result.marks(page, |id| snapshot.page(id).map(|p| p.title));
     result
         .rows(page)
         .iter()

@@ -51,11 +51,11 @@ pub struct RankIndex {
     pub(super) lexicon: Lexicon,
 }
 
-// Chunk sizes as powers of two: 4,096 slots of the fixed-size arrays, 256
-// titles' words (about 2,000 word ids). Tiny in unit tests, so that small
+// Chunk sizes as powers of two: 4,096 slots of the fixed-size arrays, 1,024
+// titles' words (about 9,000 word ids). Tiny in unit tests, so that small
 // corpora cross chunk boundaries as a large one does.
 const SLOT_BITS: u32 = if cfg!(test) { 3 } else { 12 };
-const TITLE_BITS: u32 = if cfg!(test) { 2 } else { 8 };
+const TITLE_BITS: u32 = if cfg!(test) { 2 } else { 10 };
 
 /// The folded words of a raw title, in order (`normalize`, then accent folding).
 fn title_words(raw: &str) -> Vec<Vec<char>> {
@@ -73,123 +73,25 @@ impl RankIndex {
     /// given twice keeps its last title, as two [`RankIndex::upsert`]s would.
     pub fn build<'a>(titles: impl IntoIterator<Item = (i64, &'a str)>) -> RankIndex {
         let input: Vec<(i64, &str)> = titles.into_iter().collect();
+        let mut builder = IndexBuilder::default();
         // Ids in increasing order (as a snapshot gives them) cannot repeat.
-        let increasing = input.windows(2).all(|w| w[0].0 < w[1].0);
-        let last: HashMap<i64, usize, foldhash::fast::RandomState> = if increasing {
-            HashMap::default()
+        if input.windows(2).all(|w| w[0].0 < w[1].0) {
+            for (page_id, raw) in input {
+                builder.push(page_id, raw);
+            }
         } else {
-            input
+            let last: HashMap<i64, usize, foldhash::fast::RandomState> = input
                 .iter()
                 .enumerate()
                 .map(|(i, &(page_id, _))| (page_id, i))
-                .collect()
-        };
-
-        // Words get temporary ids in order of first use, then the lexicon's.
-        let mut temp_ids: HashMap<Box<str>, u32, foldhash::fast::RandomState> = HashMap::default();
-        let mut flat: Vec<u32> = Vec::new();
-        let mut ends: Vec<u32> = Vec::with_capacity(input.len());
-        let mut page_ids: Vec<i64> = Vec::with_capacity(input.len());
-        for (i, &(page_id, raw)) in input.iter().enumerate() {
-            if !increasing && last[&page_id] != i {
-                continue;
-            }
-            for w in fold(&normalize(raw)).split(' ').filter(|w| !w.is_empty()) {
-                let next = temp_ids.len() as u32;
-                let id = match temp_ids.get(w) {
-                    Some(&id) => id,
-                    None => {
-                        temp_ids.insert(w.into(), next);
-                        next
-                    }
-                };
-                flat.push(id);
-            }
-            ends.push(flat.len() as u32);
-            page_ids.push(page_id);
-        }
-        drop(input);
-
-        // Lexicon ids in (length in chars, chars) order; for UTF-8 the byte order
-        // is the order of the chars.
-        let mut distinct: Vec<(usize, Box<str>, u32)> = temp_ids
-            .into_iter()
-            .map(|(w, id)| (w.chars().count(), w, id))
-            .collect();
-        distinct.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-        let mut renumber = vec![0u32; distinct.len()];
-        let mut chars: Vec<char> = Vec::new();
-        let mut char_ends: Vec<usize> = Vec::with_capacity(distinct.len());
-        for (new, (_, w, old)) in distinct.iter().enumerate() {
-            renumber[*old as usize] = new as u32;
-            chars.extend(w.chars());
-            char_ends.push(chars.len());
-        }
-        drop(distinct);
-        for w in &mut flat {
-            *w = renumber[*w as usize];
-        }
-        drop(renumber);
-
-        // Postings: each title once per word, in slot order (so ascending).
-        let words = char_ends.len();
-        let mut counts = vec![0u32; words + 1];
-        let mut seen = vec![u32::MAX; words];
-        let title_range = |t: usize| {
-            let start = if t == 0 { 0 } else { ends[t - 1] as usize };
-            start..ends[t] as usize
-        };
-        for t in 0..ends.len() {
-            for &w in &flat[title_range(t)] {
-                if seen[w as usize] != t as u32 {
-                    seen[w as usize] = t as u32;
-                    counts[w as usize + 1] += 1;
+                .collect();
+            for (i, &(page_id, raw)) in input.iter().enumerate() {
+                if last[&page_id] == i {
+                    builder.push(page_id, raw);
                 }
             }
         }
-        for w in 0..words {
-            counts[w + 1] += counts[w];
-        }
-        let mut fill: Vec<u32> = counts[..words].to_vec();
-        let mut postings = vec![0u32; counts[words] as usize];
-        seen.fill(u32::MAX);
-        for t in 0..ends.len() {
-            for &w in &flat[title_range(t)] {
-                if seen[w as usize] != t as u32 {
-                    seen[w as usize] = t as u32;
-                    postings[fill[w as usize] as usize] = t as u32;
-                    fill[w as usize] += 1;
-                }
-            }
-        }
-        drop((seen, fill));
-        let word_chars = (0..words).map(|w| {
-            let start = if w == 0 { 0 } else { char_ends[w - 1] };
-            &chars[start..char_ends[w]]
-        });
-        let word_postings =
-            (0..words).map(|w| &postings[counts[w] as usize..counts[w + 1] as usize]);
-        let lexicon = Lexicon::build(word_chars, word_postings);
-        drop(postings);
-
-        let mut slot_of = IdMap::default();
-        let mut title_words = ChunkedLists::default();
-        let mut title_lens = Vec::with_capacity(ends.len());
-        for (t, &page_id) in page_ids.iter().enumerate() {
-            slot_of.insert(page_id, t as u32);
-            let range = title_range(t);
-            title_lens.push(range.len().min(255) as u8);
-            title_words.push(&flat[range]);
-        }
-        title_words.shrink_to_fit();
-        RankIndex {
-            page_ids: ChunkedVec::from_vec(page_ids),
-            title_lens: ChunkedVec::from_vec(title_lens),
-            words: title_words,
-            slot_of,
-            free_slots: ChunkedVec::default(),
-            lexicon,
-        }
+        builder.finish()
     }
 
     /// Sets the title of page `page_id` (a raw display title, normalized as in
@@ -323,6 +225,130 @@ impl RankIndex {
             + self.slot_of.heap_bytes()
             + self.free_slots.heap_bytes()
             + self.lexicon.heap_bytes()
+    }
+}
+
+/// Builds a [`RankIndex`] one title at a time (a corpus read row by row is
+/// indexed as it arrives); the postings and the lexicon's order are made in
+/// [`IndexBuilder::finish`]. Titles get slots in the order they are pushed.
+#[derive(Debug, Default)]
+pub struct IndexBuilder {
+    /// Words get temporary ids in order of first use, then the lexicon's.
+    temp_ids: HashMap<Box<str>, u32, foldhash::fast::RandomState>,
+    /// Every title's temporary word ids, back to back.
+    flat: Vec<u32>,
+    /// Where each title's words end in `flat`.
+    ends: Vec<u32>,
+    page_ids: Vec<i64>,
+}
+
+impl IndexBuilder {
+    /// Adds page `page_id` with its raw display title. Page ids must not repeat.
+    pub fn push(&mut self, page_id: i64, raw: &str) {
+        for w in fold(&normalize(raw)).split(' ').filter(|w| !w.is_empty()) {
+            let next = self.temp_ids.len() as u32;
+            let id = match self.temp_ids.get(w) {
+                Some(&id) => id,
+                None => {
+                    self.temp_ids.insert(w.into(), next);
+                    next
+                }
+            };
+            self.flat.push(id);
+        }
+        self.ends.push(self.flat.len() as u32);
+        self.page_ids.push(page_id);
+    }
+
+    /// The index of every title pushed.
+    pub fn finish(self) -> RankIndex {
+        let IndexBuilder {
+            temp_ids,
+            mut flat,
+            ends,
+            page_ids,
+        } = self;
+        // Lexicon ids in (length in chars, chars) order; for UTF-8 the byte order
+        // is the order of the chars.
+        let mut distinct: Vec<(usize, Box<str>, u32)> = temp_ids
+            .into_iter()
+            .map(|(w, id)| (w.chars().count(), w, id))
+            .collect();
+        distinct.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        let mut renumber = vec![0u32; distinct.len()];
+        let mut chars: Vec<char> = Vec::new();
+        let mut char_ends: Vec<usize> = Vec::with_capacity(distinct.len());
+        for (new, (_, w, old)) in distinct.iter().enumerate() {
+            renumber[*old as usize] = new as u32;
+            chars.extend(w.chars());
+            char_ends.push(chars.len());
+        }
+        drop(distinct);
+        for w in &mut flat {
+            *w = renumber[*w as usize];
+        }
+        drop(renumber);
+
+        // Postings: each title once per word, in slot order (so ascending).
+        let words = char_ends.len();
+        let mut counts = vec![0u32; words + 1];
+        let mut seen = vec![u32::MAX; words];
+        let title_range = |t: usize| {
+            let start = if t == 0 { 0 } else { ends[t - 1] as usize };
+            start..ends[t] as usize
+        };
+        for t in 0..ends.len() {
+            for &w in &flat[title_range(t)] {
+                if seen[w as usize] != t as u32 {
+                    seen[w as usize] = t as u32;
+                    counts[w as usize + 1] += 1;
+                }
+            }
+        }
+        for w in 0..words {
+            counts[w + 1] += counts[w];
+        }
+        let mut fill: Vec<u32> = counts[..words].to_vec();
+        let mut postings = vec![0u32; counts[words] as usize];
+        seen.fill(u32::MAX);
+        for t in 0..ends.len() {
+            for &w in &flat[title_range(t)] {
+                if seen[w as usize] != t as u32 {
+                    seen[w as usize] = t as u32;
+                    postings[fill[w as usize] as usize] = t as u32;
+                    fill[w as usize] += 1;
+                }
+            }
+        }
+        drop((seen, fill));
+        let word_chars = (0..words).map(|w| {
+            let start = if w == 0 { 0 } else { char_ends[w - 1] };
+            &chars[start..char_ends[w]]
+        });
+        let word_postings =
+            (0..words).map(|w| &postings[counts[w] as usize..counts[w + 1] as usize]);
+        let lexicon = Lexicon::build(word_chars, word_postings);
+        drop(postings);
+
+        let mut slot_of = IdMap::default();
+        let mut title_words = ChunkedLists::default();
+        let mut title_lens = Vec::with_capacity(ends.len());
+        for (t, &page_id) in page_ids.iter().enumerate() {
+            let before = slot_of.insert(page_id, t as u32);
+            debug_assert!(before.is_none(), "page id {page_id} pushed twice");
+            let range = title_range(t);
+            title_lens.push(range.len().min(255) as u8);
+            title_words.push(&flat[range]);
+        }
+        title_words.shrink_to_fit();
+        RankIndex {
+            page_ids: ChunkedVec::from_vec(page_ids),
+            title_lens: ChunkedVec::from_vec(title_lens),
+            words: title_words,
+            slot_of,
+            free_slots: ChunkedVec::default(),
+            lexicon,
+        }
     }
 }
 

@@ -195,7 +195,7 @@ pub(super) struct Lexicon {
 }
 
 /// Word ids per chunk of the per-id arrays, as a power of two.
-const WORD_CHUNK_BITS: u32 = if cfg!(test) { 2 } else { 8 };
+const WORD_CHUNK_BITS: u32 = if cfg!(test) { 2 } else { 10 };
 
 impl Lexicon {
     /// The lexicon of `words`, which must be distinct and sorted by (length,
