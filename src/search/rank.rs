@@ -127,11 +127,14 @@ pub fn rank(index: &RankIndex, query: &str, limit: usize) -> SearchResult {
         };
     }
     let matches = gather::match_words(index, &words);
-    let candidates = gather::first_pass(index, &matches);
-    let total = candidates.touched.len();
-    let top = select::top_rows(index, &matches, &candidates, limit);
+    let (sets, top) = with_scratch(|scratch| {
+        let sets = gather::word_sets(index, &matches, scratch);
+        let top = select::top_rows(index, &matches, &sets, limit, scratch);
+        (sets, top)
+    });
+    let total = sets.total;
 
-    let max_raw = score::max_raw(&candidates.weights);
+    let max_raw = score::max_raw(&sets.weights);
     let rows: Vec<ScoredRow> = top
         .into_iter()
         .map(|r| ScoredRow {
@@ -148,6 +151,21 @@ pub fn rank(index: &RankIndex, query: &str, limit: usize) -> SearchResult {
         truncated,
         highlights: Vec::new(),
     }
+}
+
+thread_local! {
+    /// The ranking buffers of this thread (a scorer thread keeps one set, sized
+    /// for the corpus, for its whole life).
+    static SCRATCH: std::cell::RefCell<gather::Scratch> = Default::default();
+}
+
+/// Runs `f` with this thread's ranking buffers (fresh ones if they are in use:
+/// a ranking inside a ranking).
+fn with_scratch<R>(f: impl FnOnce(&mut gather::Scratch) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => f(&mut scratch),
+        Err(_) => f(&mut gather::Scratch::default()),
+    })
 }
 
 /// The folded query split into words; the last one may be unfinished.
@@ -363,6 +381,68 @@ mod tests {
                 let pruned = rank(&index, query, limit);
                 assert_eq!(pruned.total, full.total, "{query}");
                 assert_eq!(pruned.rows[..], full.rows[..limit], "{query} limit {limit}");
+            }
+        }
+    }
+
+    #[test]
+    fn leaving_common_words_out_of_the_candidates_keeps_the_full_ranking() {
+        // Common words in most titles, rarer ones in a few hundred or a few
+        // dozen, so that the rows are decided by the rarer words and the common
+        // ones are only looked up (see `select::top_rows`).
+        const COMMON: &[&str] = &["for", "the", "a", "library", "tool", "fo"];
+        const RARE: &[&str] = &[
+            "camera",
+            "kamera",
+            "parser",
+            "webcam",
+            "markswift",
+            "cameras",
+        ];
+        let mut state = 0x51ab_1e5e_u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        let titles: Vec<String> = (0..6000)
+            .map(|_| {
+                let mut words: Vec<&str> = (0..1 + next() % 5)
+                    .map(|_| COMMON[next() % COMMON.len()])
+                    .collect();
+                if next() % 8 == 0 {
+                    words.insert(next() % (words.len() + 1), RARE[next() % RARE.len()]);
+                }
+                if next() % 40 == 0 {
+                    words.push("markswift");
+                }
+                words.join(" ")
+            })
+            .collect();
+        let index = RankIndex::build(
+            titles
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i as i64, t.as_str())),
+        );
+        for query in [
+            "camera for the",
+            "the kamera",
+            "a library for webcam",
+            "markswift for",
+            "for the a",
+            "tool parser fo",
+            "coient for the markswift",
+            "cameras the fo",
+        ] {
+            let full = rank(&index, query, usize::MAX);
+            assert_eq!(full.rows.len(), full.total);
+            for limit in [1, 5, 50, 500] {
+                let pruned = rank(&index, query, limit);
+                assert_eq!(pruned.total, full.total, "{query}");
+                let n = limit.min(full.rows.len());
+                assert_eq!(pruned.rows[..], full.rows[..n], "{query} limit {limit}");
             }
         }
     }
