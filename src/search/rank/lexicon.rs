@@ -270,8 +270,14 @@ impl Lexicon {
 
     /// Ids of words strictly longer than `prefix` that start with it.
     pub fn with_prefix(&self, prefix: &[char], out: &mut Vec<u32>) {
+        self.with_prefix_from(prefix, prefix.len() + 1, out);
+    }
+
+    /// Ids of words of at least `shortest` chars (more than `prefix` has)
+    /// that start with `prefix`, shortest first.
+    pub fn with_prefix_from(&self, prefix: &[char], shortest: usize, out: &mut Vec<u32>) {
         let n = prefix.len();
-        for (l, bucket) in self.buckets(n + 1, usize::MAX) {
+        for (l, bucket) in self.buckets(shortest.max(n + 1), usize::MAX) {
             let (first_chunk, mut k) = bucket.lower_bound(prefix, l);
             'chunks: for chunk in bucket.chunks.iter().skip(first_chunk) {
                 while k < chunk.len() {

@@ -117,7 +117,23 @@ pub(super) fn lookup(lexicon: &Lexicon, query: &QueryWord, out: &mut Vec<WordHit
     // ... and each edit brings at most one char the query lacks into the word.
     let adds_at_most = |mask: u64, k: usize| at_most_bits(mask & !q_mask, k);
     let shortest_head = len.saturating_sub(prefix_budget).max(1);
-    let longest = if prefix { usize::MAX } else { len + budget };
+    // A head must be typed exactly up to 4 chars: words longer than the whole
+    // rule reaches are found by binary search, not compared one by one.
+    let exact_heads = prefix && prefix_budget == 0;
+    let longest = if prefix && !exact_heads {
+        usize::MAX
+    } else {
+        len + budget
+    };
+    if exact_heads {
+        let mut ids = Vec::new();
+        lexicon.with_prefix_from(q, len + budget + 1, &mut ids);
+        out.extend(ids.into_iter().map(|word| WordHit {
+            word,
+            quality: prefix_quality(0, len, lexicon.word(word).len()),
+            edits: 0,
+        }));
+    }
     for (word_len, bucket) in lexicon.buckets(len - budget, longest) {
         let whole = word_len <= len + budget;
         let as_prefix = prefix && word_len > len;
