@@ -13,6 +13,8 @@ WORKDIR /src
 # Debug info is for local profiling (Cargo.toml); the image does not need it.
 ENV CARGO_PROFILE_RELEASE_DEBUG=0
 COPY Cargo.toml Cargo.lock ./
+# actix-http with the HEAD framing fix ([patch.crates-io] in Cargo.toml).
+COPY vendor ./vendor
 COPY src ./src
 # Cargo parses every target the manifest declares, also for `--bin`: a declared bench
 # or example missing here fails the build before anything compiles.

@@ -1,4 +1,5 @@
-//! The command line: `serve`, `import FILE`, `migrate` (clap, `--help` on each).
+//! The command line: `serve`, `import FILE`, `migrate`, `mcp --url URL` (clap,
+//! `--help` on each).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,6 +9,8 @@ use clap::{Parser, Subcommand};
 
 use crate::clock::{Clock, SystemClock};
 use crate::configuration::{DatabaseArgs, ServeArgs, Settings};
+use crate::page_store::sqlite::SqlitePages;
+use crate::page_store::PageStore;
 use crate::startup::Application;
 use crate::telemetry::{self, LogFormat};
 use crate::{db, import};
@@ -40,6 +43,13 @@ enum Command {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+    /// Serve MCP on stdin/stdout, relaying every tool call to a running service's
+    /// `/mcp` (for agents that launch their tools as local processes).
+    Mcp {
+        /// The service's MCP endpoint, e.g. `https://pages.example/mcp`.
+        #[arg(long, env = "AGENT_PAGES_MCP_URL")]
+        url: String,
+    },
 }
 
 /// Parses the command line, runs the command, and maps failure to an exit code:
@@ -62,6 +72,7 @@ pub fn main(release_free_memory: fn()) -> ExitCode {
         },
         Command::Import { file, db } => run_import(&file, &db),
         Command::Migrate { db } => migrate(&db),
+        Command::Mcp { url } => crate::mcp::bridge::run(&url),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -92,17 +103,30 @@ fn serve(settings: Settings, release_free_memory: fn()) -> anyhow::Result<()> {
 }
 
 fn run_import(file: &std::path::Path, args: &DatabaseArgs) -> anyhow::Result<()> {
-    let mut conn = open_migrated(args)?;
-    let now = SystemClock.now();
-    let report = if file.as_os_str() == "-" {
-        import::import(&mut conn, std::io::stdin().lock(), None, now)?
-    } else {
-        let f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
-        let size = f.metadata().ok().map(|m| m.len());
-        import::import(&mut conn, f, size, now)?
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let report = runtime.block_on(async {
+        let store = open_store(args)?;
+        let now = SystemClock.now();
+        let report = if file.as_os_str() == "-" {
+            import::import_into(&store, std::io::stdin().lock(), None, now).await
+        } else {
+            let f =
+                std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+            let size = f.metadata().ok().map(|m| m.len());
+            import::import_into(&store, f, size, now).await
+        };
+        store.close();
+        anyhow::Ok(report?)
+    })?;
+    let format = match report.format.to_string() {
+        f if f.is_empty() => f,
+        f => format!(" ({f})"),
     };
     println!(
-        "imported {}: {} new, {} updated, {} unchanged, {} skipped",
+        "imported {}{format}: {} new, {} updated, {} unchanged, {} skipped",
         file.display(),
         report.inserted,
         report.updated,
@@ -121,4 +145,12 @@ fn migrate(args: &DatabaseArgs) -> anyhow::Result<()> {
 fn open_migrated(args: &DatabaseArgs) -> anyhow::Result<rusqlite::Connection> {
     db::open_migrated(&args.database)
         .with_context(|| format!("opening and migrating {}", args.database.display()))
+}
+
+/// The page store `args` name, migrated; call inside a Tokio runtime.
+fn open_store(args: &DatabaseArgs) -> anyhow::Result<PageStore> {
+    open_migrated(args)?;
+    let pages = SqlitePages::open(&args.database, 1)
+        .with_context(|| format!("reading {}", args.database.display()))?;
+    Ok(PageStore::new(pages))
 }

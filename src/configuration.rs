@@ -11,14 +11,21 @@ use std::time::Duration;
 
 use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
+use crate::client_ip::TrustedProxies;
 use crate::clock::{Clock, SystemClock};
-use crate::search::client_ip::TrustedProxies;
+use crate::mcp::transport::AllowedOrigins;
+use crate::request_limits::RequestLimits;
 
 /// Where the database lives unless `AGENT_PAGES_DATABASE` says otherwise.
 pub const DEFAULT_DATABASE: &str = "data/agent-pages.sqlite3";
 
 /// Failed PIN checks a client may have in one hour window; the next check is refused.
 pub const PIN_FAILURES_PER_HOUR: u32 = 10;
+
+/// Failed PIN checks one page may take in one hour window, from all clients
+/// together (`PIN_FAILURES_PER_PAGE_PER_HOUR`); the next check of that page is
+/// refused for everyone until the window ends.
+pub const PIN_FAILURES_PER_PAGE_PER_HOUR: u32 = 20;
 
 /// Flags shared by every subcommand that opens the database.
 #[derive(Debug, Clone, clap::Args)]
@@ -89,6 +96,15 @@ pub struct ServeArgs {
     /// (`budget-unavailable`) without the budget.
     #[arg(long, env = "AGENT_PAGES_REDIS_TIMEOUT_MS", default_value = "50")]
     pub redis_timeout_ms: String,
+    /// Wrong PINs one page may take per hour from all clients together; past it
+    /// every PIN check of that page is answered 429 until the hour ends.
+    #[arg(long, env = "PIN_FAILURES_PER_PAGE_PER_HOUR", default_value = "20")]
+    pub pin_failures_per_page_per_hour: String,
+    /// Comma-separated browser origins (`https://app.example`) that may call
+    /// `/mcp` beside the service's own, or `*` for any; requests without an
+    /// `Origin` header (agents, command-line clients) are always served.
+    #[arg(long, env = "AGENT_PAGES_MCP_ALLOWED_ORIGINS", default_value = "")]
+    pub mcp_allowed_origins: String,
 }
 
 /// A configuration value that cannot be used; the message names the variable.
@@ -115,16 +131,29 @@ pub struct Settings {
     pub publish_budget: Budget,
     /// Failed PIN checks per client and hour.
     pub pin_failure_budget: Budget,
+    /// Failed PIN checks per page and hour, from all clients:
+    /// `PIN_FAILURES_PER_PAGE_PER_HOUR`.
+    pub pin_page_failure_budget: Budget,
     /// The shared budget store; `None` keeps the counters in the SQLite file.
     pub redis: Option<RedisSettings>,
     pub trusted_proxies: TrustedProxies,
     pub requests: RequestLimits,
+    /// Browser origins `/mcp` serves beside the service's own.
+    pub mcp_allowed_origins: AllowedOrigins,
     /// The clock budgets are counted with; tests inject a manual one.
     pub clock: Arc<dyn Clock>,
     /// Test-only fault injection: called with the match copy at the start of every
     /// scoring, inside the scorer slot (may panic or block).
     #[cfg(feature = "fault-injection")]
-    pub scoring_hook: Option<crate::actors::scorer::ScoringHook>,
+    pub scoring_hook: Option<crate::search::scorer::ScoringHook>,
+    /// HTTP worker threads of the main listener; `None` is actix's default (one
+    /// per CPU). Not read from the environment: tests set 1 to show that nothing
+    /// slow runs on a worker.
+    pub http_workers: Option<usize>,
+    /// Test-only fault injection: called with the body on the render thread before
+    /// every Markdown render (may block, to hold a render in progress).
+    #[cfg(feature = "fault-injection")]
+    pub markdown_hook: Option<crate::markdown::RenderHook>,
 }
 
 /// The search limits of SPEC §2 other than the budget.
@@ -134,25 +163,6 @@ pub struct SearchSettings {
     pub cache_entries: usize,
     pub result_limit: usize,
     pub max_in_flight: usize,
-}
-
-/// Bounds on reading request bodies (`AGENT_PAGES_BODY_TIMEOUT_SECS`,
-/// `AGENT_PAGES_MAX_OPEN_BODIES`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RequestLimits {
-    /// A body must have arrived in full this long after its reading began.
-    pub body_timeout: Duration,
-    /// Bodies being read at once in the process.
-    pub max_open_bodies: usize,
-}
-
-impl Default for RequestLimits {
-    fn default() -> Self {
-        Self {
-            body_timeout: Duration::from_secs(10),
-            max_open_bodies: 128,
-        }
-    }
 }
 
 impl Default for SearchSettings {
@@ -179,12 +189,17 @@ impl Settings {
             search_budget: Budget::search(20, 200),
             publish_budget: Budget::publish(30, 300),
             pin_failure_budget: Budget::pin_failures(PIN_FAILURES_PER_HOUR),
+            pin_page_failure_budget: Budget::pin_page_failures(PIN_FAILURES_PER_PAGE_PER_HOUR),
             redis: None,
             trusted_proxies: TrustedProxies::default(),
             requests: RequestLimits::default(),
+            mcp_allowed_origins: AllowedOrigins::default(),
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,
+            http_workers: None,
+            #[cfg(feature = "fault-injection")]
+            markdown_hook: None,
         }
     }
 
@@ -291,12 +306,28 @@ impl Settings {
             search_budget,
             publish_budget,
             pin_failure_budget: Budget::pin_failures(PIN_FAILURES_PER_HOUR),
+            pin_page_failure_budget: Budget::pin_page_failures(number(
+                "PIN_FAILURES_PER_PAGE_PER_HOUR",
+                &args.pin_failures_per_page_per_hour,
+                1,
+                1_000_000,
+            )?),
             redis,
             trusted_proxies,
             requests,
+            mcp_allowed_origins: args.mcp_allowed_origins.parse().map_err(
+                |e: crate::mcp::transport::InvalidOrigin| ConfigError {
+                    variable: "AGENT_PAGES_MCP_ALLOWED_ORIGINS",
+                    value: args.mcp_allowed_origins.clone(),
+                    reason: e.to_string(),
+                },
+            )?,
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,
+            http_workers: None,
+            #[cfg(feature = "fault-injection")]
+            markdown_hook: None,
         })
     }
 }
@@ -388,6 +419,16 @@ mod tests {
     }
 
     #[test]
+    fn the_per_page_pin_failure_bound_is_configurable_and_never_zero() {
+        let s = parse(&["--pin-failures-per-page-per-hour", "5"]).unwrap();
+        assert_eq!(s.pin_page_failure_budget, Budget::pin_page_failures(5));
+        let err = parse(&["--pin-failures-per-page-per-hour", "0"])
+            .err()
+            .unwrap();
+        assert_eq!(err.variable, "PIN_FAILURES_PER_PAGE_PER_HOUR");
+    }
+
+    #[test]
     fn a_zero_body_timeout_names_its_variable() {
         let err = parse(&["--body-timeout-secs", "0"]).err().unwrap();
         assert_eq!(err.variable, "AGENT_PAGES_BODY_TIMEOUT_SECS");
@@ -401,6 +442,10 @@ mod tests {
         assert_eq!(s.search, SearchSettings::default());
         assert_eq!(s.search_budget, Budget::search(20, 200));
         assert_eq!(s.publish_budget, Budget::publish(30, 300));
+        assert_eq!(
+            s.pin_page_failure_budget,
+            Budget::pin_page_failures(PIN_FAILURES_PER_PAGE_PER_HOUR)
+        );
         assert_eq!(s.requests, RequestLimits::default());
         assert!(s.trusted_proxies.is_empty());
     }

@@ -209,6 +209,40 @@ impl PageBody {
     }
 }
 
+/// The one rule for a page number or page size in a URL (`page` on `/`,
+/// `/api/pages` and `/search`, `per_page` on `/api/pages`), applied to the decoded
+/// value: absent or empty (a form's blank field) is `Ok(None)`, "not given";
+/// otherwise ASCII digits only (leading zeros allowed), at least 1. A sign, a space
+/// (which a form-encoded `+` becomes), a decimal point or anything else is refused.
+/// A number too large for `u64` saturates to `u64::MAX`: it lies past any last page,
+/// and the caller applies its own maximum.
+///
+/// Errors: [`NotAWholeNumber`] for anything but digits, and for 0.
+pub fn parse_whole_number(text: Option<&str>) -> Result<Option<u64>, NotAWholeNumber> {
+    let text = match text {
+        None | Some("") => return Ok(None),
+        Some(t) => t,
+    };
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(NotAWholeNumber);
+    }
+    let n = text
+        .bytes()
+        .try_fold(0u64, |n, b| {
+            n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+        })
+        .unwrap_or(u64::MAX);
+    if n == 0 {
+        return Err(NotAWholeNumber);
+    }
+    Ok(Some(n))
+}
+
+/// A page number (or size) that is not a whole number from 1 ([`parse_whole_number`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not a whole number from 1")]
+pub struct NotAWholeNumber;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,5 +327,26 @@ mod tests {
     fn bodies_over_256_kib_are_refused() {
         assert!(PageBody::parse("x".repeat(BODY_MAX_BYTES)).is_ok());
         assert!(PageBody::parse("x".repeat(BODY_MAX_BYTES + 1)).is_err());
+    }
+
+    #[test]
+    fn a_page_number_is_ascii_digits_from_1_and_blank_is_not_given() {
+        assert_eq!(parse_whole_number(None), Ok(None));
+        assert_eq!(parse_whole_number(Some("")), Ok(None));
+        assert_eq!(parse_whole_number(Some("1")), Ok(Some(1)));
+        assert_eq!(parse_whole_number(Some("007")), Ok(Some(7)));
+        assert_eq!(
+            parse_whole_number(Some("99999999999999999999999")),
+            Ok(Some(u64::MAX))
+        );
+        for bad in [
+            "+1", " 1", "1 ", "-1", "0", "00", "1.0", "1e3", "x", "١", "１",
+        ] {
+            assert_eq!(
+                parse_whole_number(Some(bad)),
+                Err(NotAWholeNumber),
+                "{bad:?}"
+            );
+        }
     }
 }

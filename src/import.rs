@@ -10,8 +10,13 @@
 //! then opens the write transaction, which does nothing but upserts. A server
 //! running beside it waits for that short transaction at most, never for a slow
 //! pipe (`import -` with stdin left open) or for argon2.
+//!
+//! Input may be gzip-compressed (found by its magic bytes `1f 8b`, whatever the file
+//! is called, stdin too) and may start with a UTF-8 byte order mark (Windows editors,
+//! PowerShell 5's `Out-File`), which is skipped as most JSON readers do; the report
+//! says when either was found.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Cursor, Read};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -19,8 +24,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rusqlite::{Connection, TransactionBehavior};
 use serde::Deserialize;
 
-use crate::db::pages::{self, Upserted};
+use crate::db::pages;
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle};
+use crate::page_store::{ImportCounts, ImportPage, PageStore, PageStoreError};
 
 /// The demo corpus: 63,681 Debian package descriptions, gzip-compressed JSON Lines.
 pub static DEMO_CORPUS_GZ: &[u8] = include_bytes!("demo/debian-pages.jsonl.gz");
@@ -50,7 +56,36 @@ pub struct ImportReport {
     pub updated: usize,
     pub unchanged: usize,
     pub skipped: Vec<SkippedLine>,
+    /// What was undone at the start of the input before its lines were read.
+    pub format: InputFormat,
 }
+
+/// How the input was wrapped, as found from its first bytes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct InputFormat {
+    /// It began with gzip's magic bytes `1f 8b` and was read decompressed (every
+    /// member, as `zcat` does).
+    pub gzip: bool,
+    /// Its text began with a UTF-8 byte order mark (`EF BB BF`), which was skipped.
+    pub bom: bool,
+}
+
+impl std::fmt::Display for InputFormat {
+    /// `gzip`, `UTF-8 BOM skipped`, both joined by `, `, or nothing.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.gzip, self.bom) {
+            (false, false) => Ok(()),
+            (true, false) => f.write_str("gzip"),
+            (false, true) => f.write_str("UTF-8 BOM skipped"),
+            (true, true) => f.write_str("gzip, UTF-8 BOM skipped"),
+        }
+    }
+}
+
+/// gzip's magic bytes (RFC 1952).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// U+FEFF in UTF-8.
+const UTF8_BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
 
 /// Errors that stop an import as a whole (a bad line does not: it is skipped).
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +94,51 @@ pub enum ImportError {
     Read { line: usize, source: std::io::Error },
     #[error("database: {0}")]
     Db(#[from] rusqlite::Error),
+    #[error("{0}")]
+    Store(#[from] PageStoreError),
+}
+
+impl ImportReport {
+    fn count(&mut self, counts: ImportCounts) {
+        self.inserted += counts.inserted;
+        self.updated += counts.updated;
+        self.unchanged += counts.unchanged;
+    }
+}
+
+/// Phases 1 and 2 of an import: every line of `input` read and parsed (bad ones
+/// reported on stderr as they are found and skipped) and every PIN hashed (argon2,
+/// on up to [`crate::pin::CONCURRENT_HASHES`] threads). Returns the pages to write
+/// and the report so far (nothing counted as written yet).
+///
+/// `total_bytes` sizes the progress bar of the first phase (hidden when stderr is
+/// not a terminal, or when `None`); the hashing phase has a bar of its own when
+/// there is a first one. Errors: an I/O error reading.
+pub fn prepare(
+    input: impl Read,
+    total_bytes: Option<u64>,
+) -> Result<(Vec<ImportPage>, ImportReport), ImportError> {
+    let mut report = ImportReport::default();
+    let parsed = read_all(input, total_bytes, &mut report)?;
+    let pages = hash_pins(parsed, total_bytes.is_some(), &mut report);
+    report.skipped.sort_by_key(|s| s.line);
+    Ok((pages, report))
+}
+
+/// [`import`] through the page store, whichever it is: [`prepare`], then one
+/// [`PageStore::import`] (one transaction: all pages or none).
+///
+/// Errors: an I/O error reading, or the store failed; either way nothing of this
+/// import was committed.
+pub async fn import_into(
+    store: &PageStore,
+    input: impl Read,
+    total_bytes: Option<u64>,
+    now: i64,
+) -> Result<ImportReport, ImportError> {
+    let (pages, mut report) = prepare(input, total_bytes)?;
+    report.count(store.import(pages, now).await?);
+    Ok(report)
 }
 
 /// Imports every line of `input` into `conn` in one transaction.
@@ -78,26 +158,9 @@ pub fn import(
     total_bytes: Option<u64>,
     now: i64,
 ) -> Result<ImportReport, ImportError> {
-    let mut report = ImportReport::default();
-    let parsed = read_all(input, total_bytes, &mut report)?;
-    let pages = hash_pins(parsed, total_bytes.is_some(), &mut report);
-    report.skipped.sort_by_key(|s| s.line);
-
+    let (pages, mut report) = prepare(input, total_bytes)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    for page in &pages {
-        match pages::upsert(
-            &tx,
-            &page.slug,
-            &page.title,
-            &page.body,
-            page.pin_hash.as_deref(),
-            now,
-        )? {
-            Upserted::Inserted => report.inserted += 1,
-            Upserted::Updated(_) => report.updated += 1,
-            Upserted::Unchanged => report.unchanged += 1,
-        }
-    }
+    report.count(pages::upsert_all(&tx, &pages, now)?);
     tx.commit()?;
     Ok(report)
 }
@@ -112,7 +175,12 @@ fn read_all(
         total_bytes,
         "importing {bar:40} {bytes}/{total_bytes} ({eta})",
     );
-    let reader = BufReader::new(progress.wrap_read(input));
+    // The bar counts bytes of the input as given (compressed, for gzip), which is
+    // what `total_bytes` measures.
+    let raw = BufReader::new(progress.wrap_read(input));
+    let (reader, format) =
+        unwrapped(raw).map_err(|source| ImportError::Read { line: 1, source })?;
+    report.format = format;
     let mut parsed = Vec::new();
     for (index, line) in reader.lines().enumerate() {
         let number = index + 1;
@@ -132,6 +200,34 @@ fn read_all(
     Ok(parsed)
 }
 
+/// `raw` decompressed when it starts with [`GZIP_MAGIC`], then without a leading
+/// [`UTF8_BOM`]. Errors: reading the first bytes failed.
+fn unwrapped<'a>(
+    mut raw: impl BufRead + 'a,
+) -> std::io::Result<(Box<dyn BufRead + 'a>, InputFormat)> {
+    let mut format = InputFormat::default();
+    let magic = read_up_to(&mut raw, GZIP_MAGIC.len())?;
+    format.gzip = magic == GZIP_MAGIC;
+    let raw = Cursor::new(magic).chain(raw);
+    let mut text: Box<dyn BufRead + 'a> = if format.gzip {
+        Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(raw)))
+    } else {
+        Box::new(raw)
+    };
+    let start = read_up_to(&mut text, UTF8_BOM.len())?;
+    format.bom = start == UTF8_BOM;
+    let start = if format.bom { Vec::new() } else { start };
+    Ok((Box::new(Cursor::new(start).chain(text)), format))
+}
+
+/// The next `n` bytes of `r`, fewer only at its end (a pipe may deliver them one by
+/// one).
+fn read_up_to(r: &mut impl Read, n: usize) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(n);
+    r.take(n as u64).read_to_end(&mut head)?;
+    Ok(head)
+}
+
 fn skip(report: &mut ImportReport, progress: &ProgressBar, line: usize, reason: String) {
     progress.suspend(|| eprintln!("line {line}: skipped: {reason}"));
     report.skipped.push(SkippedLine { line, reason });
@@ -143,7 +239,7 @@ fn hash_pins(
     parsed: Vec<ParsedLine>,
     show_progress: bool,
     report: &mut ImportReport,
-) -> Vec<HashedLine> {
+) -> Vec<ImportPage> {
     let pins = parsed.iter().filter(|p| p.pin.is_some()).count();
     let progress = progress_bar(
         show_progress.then_some(pins as u64),
@@ -179,7 +275,7 @@ fn hash_pins(
                     return None;
                 }
             };
-            Some(HashedLine {
+            Some(ImportPage {
                 slug: line.slug,
                 title: line.title,
                 body: line.body,
@@ -189,18 +285,20 @@ fn hash_pins(
         .collect()
 }
 
-/// Imports the bundled demo corpus when the database has no pages at all; returns
+/// Imports the bundled demo corpus when the store has no pages at all; returns
 /// `None` when it already had some.
-pub fn load_demo_if_empty(
-    conn: &mut Connection,
+pub async fn load_demo_if_empty(
+    store: &PageStore,
     now: i64,
 ) -> Result<Option<ImportReport>, ImportError> {
-    if pages::count_all(conn)? > 0 {
+    if store.count_all().await? > 0 {
         return Ok(None);
     }
     let decoder = flate2::read::GzDecoder::new(DEMO_CORPUS_GZ);
     // The bar counts decompressed bytes; the corpus is about 14 MB uncompressed.
-    import(conn, decoder, Some(13_955_212), now).map(Some)
+    import_into(store, decoder, Some(13_955_212), now)
+        .await
+        .map(Some)
 }
 
 /// A line that parsed; its PIN checked but not yet hashed.
@@ -210,14 +308,6 @@ struct ParsedLine {
     title: PageTitle,
     body: PageBody,
     pin: Option<String>,
-}
-
-/// A line ready to write.
-struct HashedLine {
-    slug: PageSlug,
-    title: PageTitle,
-    body: PageBody,
-    pin_hash: Option<String>,
 }
 
 fn parse_line(number: usize, line: &str) -> Result<ParsedLine, String> {
@@ -338,5 +428,69 @@ mod tests {
             (page.title.as_str(), page.version, page.updated_at),
             ("Two", 2, 3)
         );
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(bytes).unwrap();
+        gz.finish().unwrap()
+    }
+
+    /// A reader that hands out one byte per read, as a slow pipe may.
+    struct OneByteAtATime<'a>(&'a [u8]);
+
+    impl Read for OneByteAtATime<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let Some((first, rest)) = self.0.split_first() else {
+                return Ok(0);
+            };
+            if buf.is_empty() {
+                return Ok(0);
+            }
+            buf[0] = *first;
+            self.0 = rest;
+            Ok(1)
+        }
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_and_gzip_are_undone_whatever_the_reads() {
+        let lines = "{\"slug\":\"a\",\"title\":\"First\"}\n{\"slug\":\"b\",\"title\":\"Second\"}\n";
+        let with_bom = [&UTF8_BOM[..], lines.as_bytes()].concat();
+        // Two gzip members, as `cat a.gz b.gz` or pigz make.
+        let two_members = [gzip(&with_bom[..20]), gzip(&with_bom[20..])].concat();
+        for (input, gzip, bom) in [
+            (lines.as_bytes().to_vec(), false, false),
+            (with_bom.clone(), false, true),
+            (gzip_of(lines), true, false),
+            (two_members, true, true),
+        ] {
+            for one_byte in [false, true] {
+                let (_dir, mut conn) = db();
+                let report = if one_byte {
+                    import(&mut conn, OneByteAtATime(&input), None, 1)
+                } else {
+                    import(&mut conn, &input[..], None, 1)
+                }
+                .unwrap();
+                assert_eq!(report.inserted, 2, "{gzip} {bom}: {:?}", report.skipped);
+                assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+                assert_eq!(report.format, InputFormat { gzip, bom });
+            }
+        }
+        // A BOM anywhere but the start is the line's own text (invalid JSON).
+        let (_dir, mut conn) = db();
+        let late = [lines.as_bytes(), &UTF8_BOM[..], lines.as_bytes()].concat();
+        let report = import(&mut conn, &late[..], None, 1).unwrap();
+        assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+        assert!(!report.format.bom);
+        // Shorter than any magic: read as it is.
+        let (_dir, mut conn) = db();
+        assert_eq!(import(&mut conn, &b"\n"[..], None, 1).unwrap().inserted, 0);
+    }
+
+    fn gzip_of(text: &str) -> Vec<u8> {
+        gzip(text.as_bytes())
     }
 }

@@ -2,24 +2,28 @@
 //! search. See README.md for the product and `docs/spec.md` for the contract.
 //!
 //! One search request reads top to bottom through [`routes::search`], which calls
-//! the gates in order: [`search::query`] (1), [`search::client_ip`] (2),
+//! the gates in order: [`search::query`] (1), [`client_ip`] (2),
 //! [`budget`] through [`budget::store`] (3/4), [`search::corpus`] and
-//! [`actors::cache`] (5), then [`actors::scorer`] running [`search::rank`].
+//! [`search::cache`] (5), then [`search::scorer`] running [`search::rank`].
 
-pub mod actors;
 pub mod budget;
 pub mod cli;
+pub mod client_ip;
 pub mod clock;
 pub mod configuration;
 pub mod db;
 pub mod domain;
 pub mod import;
 pub mod markdown;
+pub mod mcp;
 pub mod metrics;
+pub mod page_store;
 pub mod pin;
+pub mod request_limits;
 pub mod routes;
 pub mod search;
 pub mod startup;
 pub mod state;
 pub mod telemetry;
 pub mod templates;
+pub mod thread_priority;

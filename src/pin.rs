@@ -1,11 +1,13 @@
 //! Page PINs: 6–64 chars, stored only as argon2id PHC strings. The argon2 parameters
-//! live here and nowhere else.
+//! live here and nowhere else, beside the two per-process bounds on checking PINs:
+//! [`HashSlots`] (argon2 computations at once) and [`PinTurns`] (one check at a
+//! time per client).
 
 use argon2::password_hash::{
     rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString,
 };
 use argon2::{Algorithm, Argon2, Params, Version};
-use tokio::sync::Semaphore;
+use tokio::sync::{Mutex, Semaphore};
 
 /// Shortest and longest PIN, in Unicode scalar values.
 pub const PIN_MIN: usize = 6;
@@ -23,6 +25,28 @@ pub struct HashSlots(std::sync::Arc<Semaphore>);
 impl Default for HashSlots {
     fn default() -> Self {
         Self(std::sync::Arc::new(Semaphore::new(CONCURRENT_HASHES)))
+    }
+}
+
+/// Per-client turns, striped by bucket key. One client's checks run one at a time,
+/// so each reads a failure count that includes all of its earlier attempts: the
+/// limit holds however many requests a client sends at once. Clients that share a
+/// stripe only wait for each other. One per process, in the app state.
+#[derive(Debug, Clone)]
+pub struct PinTurns(std::sync::Arc<[Mutex<()>; 64]>);
+
+impl Default for PinTurns {
+    fn default() -> Self {
+        Self(std::sync::Arc::new([const { Mutex::const_new(()) }; 64]))
+    }
+}
+
+impl PinTurns {
+    /// The turn of the client whose first bucket key is `bucket` (hex, at least
+    /// 4 chars): lock it for the whole check.
+    pub fn turn(&self, bucket: &str) -> &Mutex<()> {
+        let n = usize::from_str_radix(&bucket[..4], 16).expect("hex bucket key");
+        &self.0[n % self.0.len()]
     }
 }
 

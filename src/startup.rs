@@ -11,16 +11,19 @@ use actix_web::{middleware, web, App, HttpServer};
 use anyhow::Context as _;
 use tracing_actix_web::TracingLogger;
 
-use crate::actors::cache::Cache;
-use crate::actors::rate_limiter::RateLimiter;
-use crate::actors::scorer::ScorerPool;
+use crate::budget::error::StoreError;
+use crate::budget::rate_limiter::RateLimiter;
 use crate::budget::redis::RedisCounters;
-use crate::budget::store::{BudgetStore, StoreError};
+use crate::budget::store::BudgetStore;
 use crate::clock::Clock;
 use crate::configuration::Settings;
 use crate::metrics::Metrics;
+use crate::page_store::sqlite::{self as sqlite_pages, SqlitePages};
+use crate::page_store::PageStore;
+use crate::search::cache::Cache;
 use crate::search::corpus::Corpus;
-use crate::state::{AppState, Budgets};
+use crate::search::scorer::ScorerPool;
+use crate::state::{ApiState, AppState, Budgets, PageState, RateLimitPolicies, SearchState};
 use crate::telemetry::PathOnlyRootSpan;
 use crate::{db, import, routes, templates};
 
@@ -75,12 +78,17 @@ impl Application {
     ///
     /// Errors: the database cannot be opened or migrated, or the address not bound.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let mut conn = db::open_migrated(&settings.database)
+        let conn = db::open_migrated(&settings.database)
             .with_context(|| format!("opening {}", settings.database.display()))?;
+        let pages = PageStore::new(
+            SqlitePages::open(&settings.database, sqlite_pages::POOL_SIZE)
+                .with_context(|| format!("reading {}", settings.database.display()))?,
+        );
         if settings.demo {
             let now = settings.clock.now();
-            if let Some(report) =
-                import::load_demo_if_empty(&mut conn, now).context("loading the demo corpus")?
+            if let Some(report) = import::load_demo_if_empty(&pages, now)
+                .await
+                .context("loading the demo corpus")?
             {
                 tracing::info!(
                     inserted = report.inserted,
@@ -90,9 +98,6 @@ impl Application {
             }
         }
 
-        let storage = db::storage::Storage::capture(&settings.database)
-            .with_context(|| format!("reading {}", settings.database.display()))?;
-        let pool = db::create_pool(&settings.database, 16)?;
         let budget_store = match &settings.redis {
             None => {
                 // The RateLimiter blocks on SQLite: it gets an arbiter (thread) of
@@ -127,8 +132,7 @@ impl Application {
             settings.scoring_hook.clone(),
         );
         let corpus = Arc::new(Corpus::new(
-            pool.clone(),
-            &settings.database,
+            pages.clone(),
             metrics.candidate_fetches.clone(),
         ));
         let cache = Cache::new(
@@ -139,39 +143,59 @@ impl Application {
         );
         let cache_view = cache.view();
         let cache = cache.start();
-        let budgets = Budgets {
-            search: Arc::new(settings.search_budget.clone()),
-            publish: Arc::new(settings.publish_budget.clone()),
-            pin_failures: Arc::new(settings.pin_failure_budget.clone()),
-        };
-        let horizon = [&budgets.search, &budgets.publish, &budgets.pin_failures]
-            .iter()
-            .map(|b| b.horizon())
-            .max()
-            .unwrap_or(0);
-        let policies =
-            crate::state::RateLimitPolicies::of(&budgets).context("formatting RateLimit-Policy")?;
+        let search_budget = Arc::new(settings.search_budget.clone());
+        let publish_budget = Arc::new(settings.publish_budget.clone());
+        let pin_failure_budget = Arc::new(settings.pin_failure_budget.clone());
+        let pin_page_failure_budget = Arc::new(settings.pin_page_failure_budget.clone());
+        let horizon = [
+            &search_budget,
+            &publish_budget,
+            &pin_failure_budget,
+            &pin_page_failure_budget,
+        ]
+        .iter()
+        .map(|b| b.horizon())
+        .max()
+        .unwrap_or(0);
+        let policies = RateLimitPolicies::of(&search_budget, &publish_budget)
+            .context("formatting RateLimit-Policy")?;
         let state = web::Data::new(AppState {
-            pool,
+            pages: PageState {
+                store: pages,
+                markdown: crate::markdown::MarkdownCache::start(
+                    crate::markdown::DEFAULT_CACHE_ENTRIES,
+                    crate::markdown::DEFAULT_CACHE_BYTES,
+                    #[cfg(feature = "fault-injection")]
+                    settings.markdown_hook.clone(),
+                ),
+            },
+            search: SearchState {
+                settings: settings.search,
+                admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
+                corpus: corpus.clone(),
+                cache,
+                cache_view,
+                scorers,
+                notice_pages: crate::templates::StencilCache::new(256),
+            },
+            budgets: Budgets {
+                store: budget_store.clone(),
+                search: search_budget,
+                publish: publish_budget,
+                pin_failures: pin_failure_budget,
+                pin_page_failures: pin_page_failure_budget,
+                policies,
+            },
+            api: ApiState {
+                bodies: crate::request_limits::BodyGate::new(settings.requests),
+                hash_slots: Default::default(),
+                pin_turns: Default::default(),
+                page_pin_turns: Default::default(),
+            },
             templates: templates::load().context("parsing templates")?,
-            budget_store: budget_store.clone(),
-            budgets,
-            policies,
-            cache,
-            cache_view,
-            scorers,
-            corpus: corpus.clone(),
             trusted_proxies: settings.trusted_proxies.clone(),
-            search_settings: settings.search,
             clock: settings.clock.clone(),
-            admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
             metrics,
-            bodies: routes::api::body::BodyGate::new(settings.requests),
-            hash_slots: Default::default(),
-            pin_turns: Default::default(),
-            storage,
-            markdown: crate::markdown::MarkdownCache::default(),
-            notice_pages: crate::templates::StencilCache::new(256),
         });
         // Ready means a search can be answered at full speed: the candidate snapshot
         // is built before the server is handed back (and `listening on` printed).
@@ -184,6 +208,10 @@ impl Application {
             .with_context(|| format!("binding {}", settings.bind))?;
         let address = listener.local_addr()?;
         let server_state = state.clone();
+        let mcp = web::Data::new(crate::mcp::transport::Endpoint::new(
+            state.clone(),
+            settings.mcp_allowed_origins.clone(),
+        ));
         let server = HttpServer::new(move || {
             App::new()
                 // Innermost first: HEAD is routed as GET before any route is matched.
@@ -196,8 +224,13 @@ impl Application {
                 ))
                 .wrap(TracingLogger::<PathOnlyRootSpan>::new())
                 .app_data(server_state.clone())
+                .app_data(mcp.clone())
                 .configure(routes_config)
         });
+        let server = match settings.http_workers {
+            Some(workers) => server.workers(workers),
+            None => server,
+        };
         let server = with_deadlines!(server).listen(listener)?.run();
         let mut servers = vec![server];
 
@@ -225,7 +258,7 @@ impl Application {
             budget_store,
             horizon,
             settings.clock.clone(),
-            state.pool.clone(),
+            state.pages.store.clone(),
         );
         Ok(Self {
             address,
@@ -255,9 +288,9 @@ impl Application {
         let result = futures_util::future::try_join_all(self.servers)
             .await
             .map(drop);
-        // Close the pool inside the runtime: deadpool drops each connection through
+        // Close the pools inside the runtime: deadpool drops each connection through
         // `spawn_blocking`, which panics once the runtime is shutting down.
-        self.state.pool.close();
+        self.state.pages.store.close();
         result
     }
 
@@ -282,6 +315,7 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
         .route("/favicon.ico", web::get().to(routes::assets::favicon_ico))
         .route("/robots.txt", web::get().to(routes::assets::robots))
         .service(routes::api::scope())
+        .route("/mcp", web::to(crate::mcp::transport::mcp))
         .default_service(web::to(routes::not_found));
 }
 
@@ -291,13 +325,13 @@ fn spawn_background(
     budget_store: BudgetStore,
     horizon: i64,
     clock: Arc<dyn Clock>,
-    pool: deadpool_sqlite::Pool,
+    pages: PageStore,
 ) {
     actix_web::rt::spawn(async move {
         let mut tick = tokio::time::interval(SWEEP_INTERVAL);
         loop {
             tick.tick().await;
-            match db::with_conn(&pool, |c| db::pages::compact_changes(c, CHANGES_KEPT)).await {
+            match pages.compact_changes(CHANGES_KEPT).await {
                 Ok(deleted) if deleted > 0 => {
                     tracing::debug!(deleted, "compacted the corpus change log")
                 }

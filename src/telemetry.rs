@@ -36,8 +36,17 @@ impl LogFormat {
 
 /// The filter from `RUST_LOG`, `info` when unset or unparseable.
 pub fn env_filter() -> EnvFilter {
-    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
+    capped(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
 }
+
+/// `filter` with the MCP SDK held at info: it logs whole requests at debug (tool
+/// arguments: PINs, queries), which must never be written, whatever `RUST_LOG` says.
+pub fn capped(filter: EnvFilter) -> EnvFilter {
+    filter.add_directive(RMCP_CAP.parse().expect("a valid directive"))
+}
+
+/// The most the MCP SDK may log.
+pub const RMCP_CAP: &str = "rmcp=info";
 
 /// Installs the global subscriber writing to `writer` through `filter`.
 /// Errors if a global subscriber is already set.
@@ -74,5 +83,46 @@ impl RootSpanBuilder for PathOnlyRootSpan {
 
     fn on_request_end<B: MessageBody>(span: Span, outcome: &Result<ServiceResponse<B>, Error>) {
         DefaultRootSpanBuilder::on_request_end(span, outcome);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    #[test]
+    fn the_mcp_sdk_never_logs_below_info_whatever_the_filter_says() {
+        for asked in ["trace", "debug,rmcp=trace", "rmcp=debug,debug"] {
+            let written = Arc::new(Mutex::new(Vec::<u8>::new()));
+            let sink = written.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_env_filter(capped(EnvFilter::new(asked)))
+                .with_writer(move || Sink(sink.clone()))
+                .finish();
+            tracing::subscriber::with_default(subscriber, || {
+                tracing::debug!(target: "rmcp::service", "received request: secret-pin");
+                tracing::info!(target: "rmcp::service", "serve finished");
+                tracing::debug!(target: "agent_pages::x", "ours at debug");
+            });
+            let text = String::from_utf8_lossy(&written.lock().unwrap()).into_owned();
+            assert!(!text.contains("secret-pin"), "{asked}: {text}");
+            assert!(text.contains("serve finished"), "{asked}: {text}");
+            assert!(text.contains("ours at debug"), "{asked}: {text}");
+        }
+    }
+
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
     }
 }

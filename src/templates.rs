@@ -1,7 +1,9 @@
 //! The tera templates, compiled into the binary so a deployed server needs no files
 //! beside it. Autoescaping is on for every template (their names end in `.html`).
 //! The `thousands` filter writes a whole number with comma separators (`1,274`).
+//! Rendered pages are kept by one typed key, [`PageKey`].
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use tera::{Tera, Value};
@@ -91,10 +93,57 @@ impl Stencil {
     }
 }
 
-/// Stencils by what else their page depends on (theme, outcome, seconds left);
-/// the least recently used go first.
+/// What a rendered search page depends on besides the data it is rendered from:
+/// the one key of every store of rendered pages ([`StencilCache`], and the answers
+/// the routes keep with a cache entry).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PageKey {
+    /// An HTML page of results: its theme, the path and query it was asked at (its
+    /// theme switch returns there), the page shown, the query as typed and the
+    /// cache status it reports.
+    Html {
+        theme: &'static str,
+        here: String,
+        page: usize,
+        display: String,
+        cache: &'static str,
+    },
+    /// A JSON page of results: the page, the query as typed, the cache status.
+    Json {
+        page: usize,
+        display: String,
+        cache: &'static str,
+    },
+    /// A notice page's stencil: its theme and everything it shows besides the query
+    /// and the return path (two outcomes may share a status but not their words).
+    Notice {
+        theme: &'static str,
+        notice: &'static str,
+        title: &'static str,
+        message: Cow<'static, str>,
+        retry_after: Option<i64>,
+    },
+}
+
+impl PageKey {
+    /// Bytes of text the key holds beyond its own size (for counting what a store
+    /// of rendered pages keeps).
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            PageKey::Html { here, display, .. } => here.len() + display.len(),
+            PageKey::Json { display, .. } => display.len(),
+            PageKey::Notice { message, .. } => match message {
+                Cow::Owned(m) => m.len(),
+                Cow::Borrowed(_) => 0,
+            },
+        }
+    }
+}
+
+/// Stencils by what else their page depends on (a [`PageKey::Notice`]: theme,
+/// outcome, seconds left); the least recently used go first.
 pub struct StencilCache {
-    stencils: std::sync::Mutex<hashlink::LruCache<String, std::sync::Arc<Stencil>>>,
+    stencils: std::sync::Mutex<hashlink::LruCache<PageKey, std::sync::Arc<Stencil>>>,
 }
 
 impl StencilCache {
@@ -110,7 +159,7 @@ impl StencilCache {
     /// [`Stencil::cut`]); render it per request.
     pub fn get_or_cut<E>(
         &self,
-        key: &str,
+        key: &PageKey,
         render: impl FnOnce() -> Result<String, E>,
     ) -> Result<Option<std::sync::Arc<Stencil>>, E> {
         if let Some(stencil) = self.lock().get(key).cloned() {
@@ -119,7 +168,7 @@ impl StencilCache {
         let Some(stencil) = Stencil::cut(&render()?).map(std::sync::Arc::new) else {
             return Ok(None);
         };
-        self.lock().insert(key.to_owned(), stencil.clone());
+        self.lock().insert(key.clone(), stencil.clone());
         Ok(Some(stencil))
     }
 
@@ -127,7 +176,7 @@ impl StencilCache {
     // used as is.
     fn lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, hashlink::LruCache<String, std::sync::Arc<Stencil>>> {
+    ) -> std::sync::MutexGuard<'_, hashlink::LruCache<PageKey, std::sync::Arc<Stencil>>> {
         self.stencils.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -142,9 +191,14 @@ pub fn load() -> Result<Tera, tera::Error> {
 
 /// `n` with a comma between each group of three digits: `1274` → `1,274`.
 pub fn thousands(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
+    grouped(n < 0, n.unsigned_abs())
+}
+
+/// `magnitude` with comma separators, after a `-` when `negative`.
+fn grouped(negative: bool, magnitude: u64) -> String {
+    let digits = magnitude.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
-    if n < 0 {
+    if negative {
         out.push('-');
     }
     for (i, d) in digits.chars().enumerate() {
@@ -157,9 +211,11 @@ pub fn thousands(n: i64) -> String {
 }
 
 fn thousands_filter(value: &Value, _: &HashMap<String, Value>) -> tera::Result<Value> {
-    match value.as_i64() {
-        Some(n) => Ok(Value::String(thousands(n))),
-        None => Err(tera::Error::msg(format!(
+    // A page number past any last page can be larger than `i64::MAX`.
+    match (value.as_i64(), value.as_u64()) {
+        (Some(n), _) => Ok(Value::String(thousands(n))),
+        (None, Some(n)) => Ok(Value::String(grouped(false, n))),
+        (None, None) => Err(tera::Error::msg(format!(
             "thousands: {value} is not a whole number"
         ))),
     }
@@ -191,6 +247,7 @@ mod tests {
         assert_eq!(thousands(63_672), "63,672");
         assert_eq!(thousands(1_000_000), "1,000,000");
         assert_eq!(thousands(-12_345), "-12,345");
+        assert_eq!(grouped(false, u64::MAX), "18,446,744,073,709,551,615");
     }
 
     #[test]

@@ -7,13 +7,25 @@
 //! - with JavaScript: live search while typing (fewer requests than keys, the budget
 //!   line agreeing with the server's counters), arrow keys and Enter to open the
 //!   result, its Markdown rendered, screenshots of it in both themes;
-//! - axe-core on every page kind, both themes, 1280 and 390 px wide: no violation.
+//! - axe-core on every page kind, both themes, 1280 and 390 px wide: no violation;
+//! - the live search's edges (`browser/live_edges.rs`): the focus ring in pixels,
+//!   "Try again", answers that land after the box changed, failures, Back, Enter,
+//!   the budget line, waits in words, "Searching…", Markdown task boxes and code;
+//!   slow and lost answers come from a proxy of the test's own (`browser/proxy.rs`).
 //!
-//! Screenshots of each step go to `target/screenshots/` for a person to look at.
+//! Screenshots of each step go to `target/screenshots/` for a person to look at;
+//! `docs/screenshots/` is made by the ignored `docs_screenshots_of_the_live_search_states`.
 
 #[path = "common/mod.rs"]
 mod helpers;
 use helpers::support;
+
+#[path = "browser/live_edges.rs"]
+mod live_edges;
+#[path = "browser/pixels.rs"]
+mod pixels;
+#[path = "browser/proxy.rs"]
+mod proxy;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -132,10 +144,12 @@ struct Visit<'a> {
 }
 
 impl<'a> Visit<'a> {
-    fn new(browser: &'a Client, app: &TestApp) -> Self {
+    /// A visit to the site at `base` (`http://host:port`: the app, or a proxy in
+    /// front of it).
+    fn new(browser: &'a Client, base: &str) -> Self {
         Visit {
             browser,
-            base: app.address.clone(),
+            base: base.to_owned(),
             shots: screenshot_dir(),
         }
     }
@@ -230,23 +244,41 @@ impl<'a> Visit<'a> {
 
     /// Sets the viewport (not the window) to `width` × `height` CSS pixels.
     async fn viewport(&self, width: i64, height: i64) -> anyhow::Result<()> {
+        // Read after two animation frames, and again until two reads agree: the
+        // page may learn of a new window size after the command returns, and a
+        // stale read would send the next correction astray.
+        let inner = async || -> anyhow::Result<(i64, i64)> {
+            let mut last = None;
+            for _ in 0..100 {
+                let v = self
+                    .browser
+                    .execute_async(
+                        "const done = arguments[arguments.length - 1];
+                         requestAnimationFrame(() => requestAnimationFrame(
+                           () => done([window.innerWidth, window.innerHeight])));",
+                        vec![],
+                    )
+                    .await?;
+                let now = (v[0].as_i64().unwrap_or(0), v[1].as_i64().unwrap_or(0));
+                if last == Some(now) {
+                    return Ok(now);
+                }
+                last = Some(now);
+            }
+            bail!("the viewport kept changing: {last:?}")
+        };
         let (mut w, mut h) = (width, height);
+        let mut last = (0, 0);
         for _ in 0..3 {
             self.browser.set_window_size(w as u32, h as u32).await?;
-            let inner = self
-                .script("return [window.innerWidth, window.innerHeight];")
-                .await?;
-            let (iw, ih) = (
-                inner[0].as_i64().unwrap_or(0),
-                inner[1].as_i64().unwrap_or(0),
-            );
-            if iw == width && ih == height {
+            last = inner().await?;
+            if last == (width, height) {
                 return Ok(());
             }
-            w += width - iw;
-            h += height - ih;
+            w += width - last.0;
+            h += height - last.1;
         }
-        bail!("could not make the viewport {width}×{height}")
+        bail!("could not make the viewport {width}×{height}; last {last:?}")
     }
 
     /// Chooses `theme` through the page's own switch, from the page now shown.
@@ -336,7 +368,8 @@ impl<'a> Visit<'a> {
     }
 
     /// What a failed search page must still offer: the form, holding the query, a
-    /// "Try again" button and the link back to the ledger.
+    /// "Try again" button that submits it (so it searches what the box holds) and
+    /// the link back to the ledger.
     async fn expect_form_and_ledger_link(&self, q: &str) -> anyhow::Result<()> {
         let input = self
             .browser
@@ -351,7 +384,7 @@ impl<'a> Visit<'a> {
         );
         self.browser
             .find(Locator::XPath(
-                "//main//form[@action='/search']//button[normalize-space()='Try again']",
+                "//main//button[@type='submit'][@form='search-form'][normalize-space()='Try again']",
             ))
             .await
             .context("the Try again button is missing")?;
@@ -381,10 +414,24 @@ async fn in_browser_with<F>(app: &TestApp, name: &str, javascript: bool, extra: 
 where
     F: for<'v> AsyncFnOnce(&'v Visit<'v>) -> anyhow::Result<()>,
 {
+    in_browser_at(app, &app.address, name, javascript, extra, journey).await
+}
+
+/// [`in_browser_with`], visiting `base` (a proxy in front of `app`, say).
+async fn in_browser_at<F>(
+    app: &TestApp,
+    base: &str,
+    name: &str,
+    javascript: bool,
+    extra: &[&str],
+    journey: F,
+) where
+    F: for<'v> AsyncFnOnce(&'v Visit<'v>) -> anyhow::Result<()>,
+{
     let _one = ONE_BROWSER.lock().await;
     let driver = Driver::start();
     let (browser, _profile) = driver.session(javascript, extra).await;
-    let visit = Visit::new(&browser, app);
+    let visit = Visit::new(&browser, base);
     let outcome = journey(&visit).await;
     if outcome.is_err() {
         // A failure screenshot says more than the message alone.

@@ -53,6 +53,7 @@ fn every_subcommand_has_help() {
         &["serve", "--help"],
         &["import", "--help"],
         &["migrate", "--help"],
+        &["mcp", "--help"],
     ] {
         let out = Command::new(BIN).args(args).output().unwrap();
         assert!(out.status.success(), "{args:?}");
@@ -72,6 +73,7 @@ fn a_bad_setting_stops_start_up_with_one_line_naming_the_variable() {
         ("SEARCH_RATE_PER_MINUTE", "many"),
         ("AGENT_PAGES_BIND", "nowhere"),
         ("AGENT_PAGES_LOG_FORMAT", "xml"),
+        ("AGENT_PAGES_MCP_ALLOWED_ORIGINS", "app.example"),
     ] {
         let out = agent_pages(dir.path())
             .arg("serve")
@@ -140,6 +142,66 @@ fn import_reports_bad_lines_by_number_and_loads_the_rest() {
         )
         .unwrap();
     assert!(pin.starts_with("$argon2id$"));
+}
+
+#[test]
+fn import_reads_gzip_and_skips_a_byte_order_mark_in_files_and_on_stdin() {
+    use std::io::Write as _;
+    let lines = "{\"slug\":\"one\",\"title\":\"First page\"}\n{\"slug\":\"two\",\"title\":\"Second page\"}\n";
+    let bom = |text: &str| [&b"\xef\xbb\xbf"[..], text.as_bytes()].concat();
+    let gzip = |bytes: &[u8]| {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(bytes).unwrap();
+        gz.finish().unwrap()
+    };
+    for (name, bytes, said) in [
+        ("bom.jsonl", bom(lines), " (UTF-8 BOM skipped): "),
+        // The name does not matter: the magic bytes do.
+        ("pages.jsonl", gzip(lines.as_bytes()), " (gzip): "),
+        (
+            "pages.jsonl.gz",
+            gzip(&bom(lines)),
+            " (gzip, UTF-8 BOM skipped): ",
+        ),
+    ] {
+        for stdin in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join(name);
+            std::fs::write(&file, &bytes).unwrap();
+            let mut cmd = agent_pages(dir.path());
+            cmd.arg("import")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let out = if stdin {
+                let mut child = cmd.arg("-").stdin(Stdio::piped()).spawn().unwrap();
+                child.stdin.take().unwrap().write_all(&bytes).unwrap();
+                child.wait_with_output().unwrap()
+            } else {
+                cmd.arg(&file).output().unwrap()
+            };
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{name} stdin={stdin}: {stderr}");
+            assert!(stderr.trim().is_empty(), "{name} stdin={stdin}: {stderr}");
+            assert!(
+                stdout.contains(said) && stdout.contains("2 new") && stdout.contains("0 skipped"),
+                "{name} stdin={stdin}: {stdout}"
+            );
+            let conn = rusqlite::Connection::open(dir.path().join("db/pages.sqlite3")).unwrap();
+            let titles: Vec<String> = conn
+                .prepare("SELECT title FROM pages ORDER BY slug")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(
+                titles,
+                ["First page", "Second page"],
+                "{name} stdin={stdin}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -249,4 +311,28 @@ fn a_kill_9_right_after_a_burst_of_answers_loses_none_of_their_counts() {
         })
         .unwrap();
     assert_eq!(counted, spent, "every answered search is counted on disk");
+}
+
+#[test]
+fn the_mcp_bridge_without_a_service_fails_naming_the_url() {
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let dir = tempfile::tempdir().unwrap();
+    let out = agent_pages(dir.path())
+        .args(["mcp", "--url", &url])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stdout.is_empty(),
+        "stdout is the protocol: nothing else on it"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&url), "{stderr}");
 }

@@ -14,7 +14,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use agent_pages::search::client_ip::TrustedProxies;
+use agent_pages::client_ip::TrustedProxies;
 use serde_yaml::Value;
 use support::{free_port, require_program};
 
@@ -569,6 +569,22 @@ fn the_builder_stage_copies_every_target_cargo_must_find() {
         );
         checked_kinds.extend(kinds.iter().map(|k| k.to_string()));
     }
+    // A patched dependency's path (`[patch.crates-io]`) must be there too.
+    for line in manifest.lines() {
+        if let Some(path) = line
+            .split("path = \"")
+            .nth(1)
+            .and_then(|p| p.split('"').next())
+        {
+            let top = path.split('/').next().unwrap();
+            if top != "." {
+                assert!(
+                    copied.contains(&top),
+                    "the builder stage does not copy {top} (the path dependency {path})"
+                );
+            }
+        }
+    }
     // The loop above saw the manifest's targets, so it checked something.
     for kind in ["lib", "bin", "bench", "example"] {
         assert!(
@@ -716,4 +732,225 @@ fn every_document_the_deployment_files_cite_exists() {
         cited.iter().any(|c| c == "deploy.md"),
         "the deployment files cite docs/deploy.md: {cited:?}"
     );
+}
+
+/// The Traefik releases whose access log can drop query parameters
+/// (`accesslog.fields.queryparameters.defaultmode`): v3.6.18 and later 3.6s, v3.7.2
+/// and later (Traefik's `pkg/observability/types/logs.go`).
+fn traefik_can_drop_queries(image: &str) -> bool {
+    let Some(version) = image.strip_prefix("traefik:v") else {
+        return false;
+    };
+    let parts: Vec<u32> = version.split('.').map_while(|p| p.parse().ok()).collect();
+    // A floating tag (`v3.7`) is not pinned to a release that has the flag.
+    let [major, minor, patch] = parts[..] else {
+        return false;
+    };
+    (major, minor) == (3, 6) && patch >= 18 || (major, minor, patch) >= (3, 7, 2)
+}
+
+/// nginx variables that hold the query string, or a URL that may: the request line
+/// (`$request`), `$request_uri`, `$args`/`$query_string`, `$arg_NAME`, `$http_referer`.
+fn query_variables_in(format: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for piece in format.split('$').skip(1) {
+        let name: String = piece
+            .trim_start_matches('{')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let leaks = matches!(
+            name.as_str(),
+            "request" | "request_uri" | "args" | "query_string" | "http_referer"
+        ) || name.starts_with("arg_");
+        if leaks {
+            found.push(name);
+        }
+    }
+    found
+}
+
+/// An nginx configuration as statements of words: `#` comments dropped, quotes
+/// removed from their words, `;`, `{` and `}` ending a statement outside quotes.
+fn nginx_statements(config: &str) -> Vec<Vec<String>> {
+    let mut statements = Vec::new();
+    let (mut words, mut word) = (Vec::new(), String::new());
+    let mut quote: Option<char> = None;
+    let mut chars = config.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), '\\') => word.extend(chars.next()),
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '#') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            (None, ';' | '{' | '}') => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                statements.push(std::mem::take(&mut words));
+            }
+            (None, c) if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            (None, c) => word.push(c),
+        }
+    }
+    statements
+}
+
+/// The `access_log` directives of an nginx configuration that log a query string:
+/// one with a format (its own `log_format`, or the predefined `combined`, which logs
+/// `$request`) that holds a variable of [`query_variables_in`]. `access_log off` logs
+/// nothing.
+fn nginx_access_logs_with_queries(config: &str) -> Vec<String> {
+    let statements = nginx_statements(config);
+    let mut formats = std::collections::HashMap::new();
+    formats.insert(
+        "combined",
+        "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"".to_owned(),
+    );
+    for s in &statements {
+        if let [directive, name, rest @ ..] = &s[..] {
+            if directive == "log_format" {
+                formats.insert(name.as_str(), rest.join(" "));
+            }
+        }
+    }
+    let mut leaking = Vec::new();
+    for s in &statements {
+        let words: Vec<&str> = s.iter().map(String::as_str).collect();
+        match &words[..] {
+            ["access_log", "off", ..] => {}
+            ["access_log", _path, rest @ ..] => {
+                let name = rest.first().copied().unwrap_or("combined");
+                let format = formats
+                    .get(name)
+                    .unwrap_or_else(|| panic!("access_log names the unknown format {name}"));
+                let vars = query_variables_in(format);
+                if !vars.is_empty() {
+                    leaking.push(format!(
+                        "{} (format {name}: ${})",
+                        s.join(" "),
+                        vars.join(", $")
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    leaking
+}
+
+#[test]
+fn the_nginx_log_check_knows_what_logs_a_query() {
+    assert_eq!(
+        nginx_access_logs_with_queries("access_log off;"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        nginx_access_logs_with_queries("access_log /x.log;").len(),
+        1
+    );
+    assert_eq!(
+        nginx_access_logs_with_queries(
+            "log_format a '$remote_addr \"$request_method $uri\" $request_time';\naccess_log /x a;"
+        ),
+        Vec::<String>::new()
+    );
+    for leak in [
+        "$request_uri",
+        "$args",
+        "${query_string}",
+        "$arg_q",
+        "\"$request\"",
+        "$http_referer",
+    ] {
+        let config = format!("log_format a '$uri {leak}';\naccess_log /x a buffer=4k;");
+        assert_eq!(nginx_access_logs_with_queries(&config).len(), 1, "{leak}");
+    }
+    assert!(traefik_can_drop_queries("traefik:v3.7.9"));
+    assert!(traefik_can_drop_queries("traefik:v3.6.18"));
+    assert!(!traefik_can_drop_queries("traefik:v3.1"));
+    assert!(!traefik_can_drop_queries("traefik:v3.6.17"));
+    assert!(!traefik_can_drop_queries("traefik:v3.7.1"));
+    assert!(!traefik_can_drop_queries("traefik:v3.7"));
+}
+
+#[test]
+fn no_shipped_proxy_config_logs_the_query_string() {
+    // Traefik, in both stacks (`command` of the override replaces the base one).
+    for files in [
+        &["docker-compose.yml"][..],
+        &["docker-compose.yml", "docker-compose.scale.yml"],
+    ] {
+        let compose = resolved_compose_of(files);
+        let image = text(&compose, &["services", "traefik", "image"]);
+        let flags: Vec<&str> = at(&compose, &["services", "traefik", "command"])
+            .as_sequence()
+            .expect("Traefik's command is a list of flags")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let logs = flags
+            .iter()
+            .any(|f| f.to_ascii_lowercase().starts_with("--accesslog") && !f.ends_with("=false"));
+        if !logs {
+            continue;
+        }
+        let set = |flag: &str| flags.iter().any(|f| f.eq_ignore_ascii_case(flag));
+        let drops_queries = set("--accesslog.fields.queryparameters.defaultmode=drop");
+        let drops_path = set("--accesslog.fields.names.RequestPath=drop");
+        assert!(
+            drops_path || (drops_queries && traefik_can_drop_queries(image)),
+            "{files:?}: Traefik ({image}) logs RequestPath with its query string: {flags:?}"
+        );
+        for flag in &flags {
+            let flag = flag.to_ascii_lowercase();
+            assert!(
+                !(flag.starts_with("--accesslog.fields.headers.") && flag.ends_with("=keep")),
+                "{files:?}: {flag} would log headers such as Referer (a URL with its query)"
+            );
+        }
+    }
+
+    // nginx: the shipped configurations and every nginx block of the docs.
+    let mut configs = Vec::new();
+    for entry in std::fs::read_dir(repo().join("deploy")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "conf") {
+            configs.push((
+                path.display().to_string(),
+                std::fs::read_to_string(&path).unwrap(),
+            ));
+        }
+    }
+    assert!(!configs.is_empty(), "deploy/ ships an nginx configuration");
+    for doc in [
+        "README.md",
+        "docs/deploy.md",
+        "docs/scaling.md",
+        "docs/performance.md",
+    ] {
+        let path = repo().join(doc);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        for (i, block) in text.split("```nginx").skip(1).enumerate() {
+            let block = block.split("```").next().unwrap_or("");
+            configs.push((format!("{doc} nginx block {}", i + 1), block.to_owned()));
+        }
+    }
+    for (name, config) in &configs {
+        let leaking = nginx_access_logs_with_queries(config);
+        assert!(leaking.is_empty(), "{name} logs query strings: {leaking:?}");
+    }
 }

@@ -15,7 +15,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::process::Command;
 
 use agent_pages::budget::Budget;
-use agent_pages::search::client_ip::ClientIp;
+use agent_pages::client_ip::ClientIp;
 use helpers::{spawn_app_with, TestApp};
 use support::{free_port, require_program, ChildGuard};
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use agent_pages::budget::redis::key_name;
 use agent_pages::budget::Budget;
-use agent_pages::search::client_ip::ClientIp;
+use agent_pages::client_ip::ClientIp;
 use support::{ChildGuard, RedisServer};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agent-pages");

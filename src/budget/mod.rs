@@ -1,12 +1,15 @@
 //! Per-client request budgets over fixed windows (SPEC §5 gates 3/4, §9 publish
 //! budget, PIN failures): which windows, how a client's bucket keys are made, what a
 //! spend decides, and how the `RateLimit` headers say it. Where the counters live
-//! is [`store`]'s business (SQLite by default, Redis when configured).
+//! is [`store`]'s business: SQLite by default ([`rate_limiter`], the actor that owns
+//! the write connection, running [`sqlite`]'s SQL), [`redis`] when configured.
 //!
 //! A budget is data: a key prefix and a list of [`FixedWindow`]s. A spend admits
 //! only if every window is under its limit, and then counts one in all of them
 //! (both-or-neither, however many windows there are).
 
+pub mod error;
+pub mod rate_limiter;
 pub mod redis;
 pub mod sqlite;
 pub mod store;
@@ -18,7 +21,7 @@ use sha2::{Digest, Sha256};
 
 pub use window::FixedWindow;
 
-use crate::search::client_ip::ClientIp;
+use crate::client_ip::ClientIp;
 
 /// One budget: the prefix of its bucket keys and its windows, in the order they are
 /// checked (the first full one refuses).
@@ -46,10 +49,20 @@ impl Budget {
         }
     }
 
-    /// Failed PIN checks: `limit` an hour, keyed `pin-fail-hour:`.
+    /// Failed PIN checks of one client: `limit` an hour, keyed `pin-fail-hour:`.
     pub fn pin_failures(limit: u32) -> Self {
         Self {
             prefix: "pin-fail",
+            windows: vec![FixedWindow::hour(limit)],
+        }
+    }
+
+    /// Failed PIN checks against one page, from any client: `limit` an hour, keyed
+    /// `pin-page-hour:` + the page id ([`Budget::keys_of`]), so rotating addresses
+    /// (IPv6 /64s, proxies) cannot multiply the guesses a page takes.
+    pub fn pin_page_failures(limit: u32) -> Self {
+        Self {
+            prefix: "pin-page",
             windows: vec![FixedWindow::hour(limit)],
         }
     }
@@ -68,11 +81,17 @@ impl Budget {
 
     /// The bucket keys of `client`, one per window in order.
     pub fn keys(&self, client: &ClientIp) -> BucketKeys {
-        let ip = client.to_string();
+        self.keys_of(&client.to_string())
+    }
+
+    /// The bucket keys of `subject` (a client's address text, a page id in
+    /// decimal), one per window in order: `hex(SHA-256(prefix + "-" + tag + ":" +
+    /// subject))`.
+    pub fn keys_of(&self, subject: &str) -> BucketKeys {
         BucketKeys(
             self.windows
                 .iter()
-                .map(|w| sha256_hex(&[self.prefix, "-", &w.tag, ":", &ip]))
+                .map(|w| sha256_hex(&[self.prefix, "-", &w.tag, ":", subject]))
                 .collect(),
         )
     }
@@ -120,6 +139,20 @@ impl Budget {
         out
     }
 
+    /// Each window's count of `counts` at `now` (unix seconds of the store's clock),
+    /// with what it has left of its limit and of its time.
+    pub fn window_counts(&self, counts: &[i64], now: i64) -> Vec<WindowCount> {
+        self.windows
+            .iter()
+            .zip(counts)
+            .map(|(w, count)| WindowCount {
+                count: *count,
+                remaining: (i64::from(w.limit) - count).max(0),
+                reset: w.seconds_left(now),
+            })
+            .collect()
+    }
+
     /// The decision for these windows' new counts at `now` (`None` where a window
     /// was full), as every store reports it.
     pub fn decide(&self, counts: &[Option<i64>], now: i64) -> Decision {
@@ -164,6 +197,35 @@ pub struct WindowCount {
     pub remaining: i64,
     /// Seconds until this window ends, at least 1.
     pub reset: i64,
+}
+
+/// A [`Decision`] as the store that made it answers it: counts and seconds left
+/// by the store's own clock (the Redis server's `TIME`, the process's clock for
+/// SQLite), never the caller's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    pub decision: Decision,
+    /// For a refusal: how long the refusing window had left when the store read its
+    /// clock, rounded down (the decision's `retry_after` is this rounded up to whole
+    /// seconds). `None` when admitted.
+    pub window_left: Option<std::time::Duration>,
+}
+
+impl Decided {
+    /// A decision made with whole seconds `now` of the store's clock: a refusal's
+    /// window has exactly `retry_after` seconds left.
+    pub fn at_whole_second(decision: Decision) -> Self {
+        let window_left = match &decision {
+            Decision::Refused { retry_after, .. } => Some(std::time::Duration::from_secs(
+                u64::try_from(*retry_after).unwrap_or(0),
+            )),
+            Decision::Admitted(_) => None,
+        };
+        Self {
+            decision,
+            window_left,
+        }
+    }
 }
 
 /// What a spend decided.
@@ -228,11 +290,20 @@ mod tests {
     }
 
     #[test]
+    fn a_pages_failure_key_is_the_hash_of_its_id_under_pin_page_hour() {
+        let keys = Budget::pin_page_failures(20).keys_of("42");
+        assert_eq!(keys.0, [sha256_hex(&["pin-page-hour:42"])]);
+        // Not any client's key: an address never looks like a page id's key.
+        assert_ne!(keys, Budget::pin_failures(20).keys_of("42"));
+    }
+
+    #[test]
     fn budgets_of_one_client_never_share_a_key() {
         let mut all: Vec<String> = [
             Budget::search(1, 1),
             Budget::publish(1, 1),
             Budget::pin_failures(1),
+            Budget::pin_page_failures(1),
         ]
         .iter()
         .flat_map(|b| b.keys(&client()).0)

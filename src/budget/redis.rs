@@ -18,25 +18,61 @@
 //! with 2 × the call deadline as its own connect and response timeouts, and every
 //! call is cut off at the call deadline ([`DEFAULT_CALL_TIMEOUT`], or
 //! `AGENT_PAGES_REDIS_TIMEOUT_MS`) with [`StoreError::Unavailable`]. The connection
-//! is made lazily on the first call and remade by the client after a failure, so
-//! the service starts while Redis is down and recovers by itself.
+//! is made lazily on the first call, so the service starts while Redis is down.
+//!
+//! **Recovery.** redis-rs's `ConnectionManager` remakes a connection that dropped.
+//! It keeps one that answers, though, even when every answer is a fault the server
+//! will not fix by itself on that connection; [`Link`] replaces those:
+//! - an authentication failure (the handshake refused, `NOAUTH`, `WRONGPASS`): the
+//!   password changed, or the server came back requiring one;
+//! - a wrong role (`READONLY`, `MASTERDOWN`): the address now leads to a replica
+//!   (a failover behind one DNS name, VIP or Service, or a start against a
+//!   replica); a new connection reaches whichever server the address leads to now;
+//! - silence: a call ran out its deadline and nothing came back on the connection
+//!   for [`SILENT_LIMIT`] (a half-open connection to a host that vanished, which
+//!   TCP would only notice after many minutes).
+//!
+//! Faults the server fixes by itself (`LOADING`, `BUSY`, `OOM`, `NOPERM` after an
+//! ACL edit, which Redis applies to open connections) keep the connection. A
+//! replacement is bounded: the first of an incident is made at once, each further
+//! one waits twice as long as the one before, from [`MIN_BACKOFF`] up to
+//! [`MAX_BACKOFF`], back to the start after an answer. So a server whose fault was
+//! fixed is reached again within [`MAX_BACKOFF`] plus one connect (driven by
+//! requests, or by `/readyz`, whose check is a write through the same path), and a
+//! broken one sees at most one new connection every [`MAX_BACKOFF`] per replica.
+//! Every call that met the fault is answered 503 `budget-unavailable`.
 //!
 //! `rediss://` connects over TLS (rustls with ring), verifying the server against
 //! the system's root certificates, or those in `SSL_CERT_FILE` / `SSL_CERT_DIR`.
 
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ::redis::{ErrorKind, RedisError, Script};
 
-use super::store::StoreError;
-use super::{BucketKeys, Budget, Decision};
+use super::error::StoreError;
+use super::store::StoreClock;
+use super::{BucketKeys, Budget, Decided, WindowCount};
 
 /// How long one Redis call may take before the request is answered without it.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_millis(50);
 
 /// The pause before the client's single connection retry.
 const RETRY_DELAY: Duration = Duration::from_millis(5);
+
+/// The pause after a connection replacement before the second of an incident;
+/// it doubles with each further one.
+pub const MIN_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The longest pause between two replacements: a broken server sees at most one
+/// new connection this often from each replica, and a fixed one is reached again
+/// at most this long after the fix (plus one connect).
+pub const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// A call that ran out its deadline replaces its connection when nothing at all
+/// came back on that connection for this long: the connection is taken for dead.
+pub const SILENT_LIMIT: Duration = Duration::from_secs(1);
 
 /// The one script behind spend, peek and record.
 ///
@@ -45,14 +81,20 @@ const RETRY_DELAY: Duration = Duration::from_millis(5);
 /// `TIME`. Then per window `i` (1-based): `ARGV[1 + 2i]` its length in seconds and
 /// `ARGV[2 + 2i]` its limit.
 ///
-/// Returns `{now, refused, count_1, …, count_n}`: the unix seconds the windows were
-/// aligned with, the 1-based number of the first full window when a spend was
-/// refused (0 otherwise), and each window's count after the operation.
+/// Returns `{now, micros, refused, count_1, …, count_n}`: the unix seconds the
+/// windows were aligned with and the microseconds past that second (`TIME`'s two
+/// parts; 0 with a caller's time), the 1-based number of the first full window when
+/// a spend was refused (0 otherwise), and each window's count after the operation.
+/// Everything the caller reports (seconds left, `Retry-After`, how long a refusal
+/// is remembered) is derived from these, so it is in the server's time.
 pub const SCRIPT: &str = r#"
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
+local micros = 0
 if not now then
-  now = tonumber(redis.call('TIME')[1])
+  local time = redis.call('TIME')
+  now = tonumber(time[1])
+  micros = tonumber(time[2])
 end
 local n = #KEYS
 local starts, counts, lefts = {}, {}, {}
@@ -82,9 +124,9 @@ if mode ~= 'peek' and refused == 0 then
     redis.call('SET', KEYS[i], string.format('%d:%d', starts[i], counts[i]), 'EX', lefts[i])
   end
 end
-local out = {now, refused}
+local out = {now, micros, refused}
 for i = 1, n do
-  out[2 + i] = counts[i]
+  out[3 + i] = counts[i]
 end
 return out
 "#;
@@ -154,7 +196,7 @@ impl RedisSettings {
 /// The handle on the Redis counters; cheap to clone.
 #[derive(Clone)]
 pub struct RedisCounters {
-    connection: ConnectionManager,
+    link: Arc<Link>,
     script: Script,
     call_timeout: Duration,
     server_clock: bool,
@@ -162,7 +204,10 @@ pub struct RedisCounters {
 
 /// What one run of the script answered.
 struct Answer {
+    /// The server's unix seconds (or the caller's) the windows were aligned with.
     now: i64,
+    /// Microseconds past `now` (0 with the caller's time).
+    micros: i64,
     /// 0-based index of the refusing window.
     refused: Option<usize>,
     counts: Vec<i64>,
@@ -186,48 +231,77 @@ impl RedisCounters {
             .set_connection_timeout(Some(inner))
             .set_response_timeout(Some(inner));
         Ok(Self {
-            connection: ConnectionManager::new_lazy_with_config(client, config)?,
+            link: Arc::new(Link::new(client, config)?),
             script: Script::new(SCRIPT),
             call_timeout: settings.call_timeout,
             server_clock: settings.server_clock,
         })
     }
 
+    /// Whose clock the windows follow: the server's (`TIME`), or the `now` each
+    /// caller passes (tests with a manual clock).
+    pub fn clock(&self) -> StoreClock {
+        if self.server_clock {
+            StoreClock::Own
+        } else {
+            StoreClock::Caller
+        }
+    }
+
+    /// How many connections were made to replace a faulty one so far.
+    pub fn replacements(&self) -> u64 {
+        self.link.state.lock().map(|s| s.generation).unwrap_or(0)
+    }
+
     /// Counts one request in every window of `budget` for `keys` if all are under
-    /// their limits, else nothing. `now` is used only without the server clock.
+    /// their limits, else nothing; decided in the server's time (`now` is used only
+    /// without the server clock).
     pub async fn spend(
         &self,
         budget: &Budget,
         keys: &BucketKeys,
         now: i64,
-    ) -> Result<Decision, StoreError> {
+    ) -> Result<Decided, StoreError> {
         let answer = self.run("spend", budget, keys, now).await?;
         let mut counts: Vec<Option<i64>> = answer.counts.into_iter().map(Some).collect();
         if let Some(i) = answer.refused {
             counts.truncate(i);
             counts.push(None);
         }
-        Ok(budget.decide(&counts, answer.now))
+        let decision = budget.decide(&counts, answer.now);
+        let window_left = answer.refused.map(|i| {
+            let whole = budget.windows[i].seconds_left(answer.now);
+            Duration::from_secs(whole as u64)
+                .saturating_sub(Duration::from_micros(answer.micros as u64))
+        });
+        Ok(Decided {
+            decision,
+            window_left,
+        })
     }
 
-    /// The counts of `keys` in their current windows, unchanged.
+    /// The counts of `keys` in their current windows, unchanged, with the seconds
+    /// each window has left by the server's clock.
     pub async fn peek(
         &self,
         budget: &Budget,
         keys: &BucketKeys,
         now: i64,
-    ) -> Result<Vec<i64>, StoreError> {
-        Ok(self.run("peek", budget, keys, now).await?.counts)
+    ) -> Result<Vec<WindowCount>, StoreError> {
+        let answer = self.run("peek", budget, keys, now).await?;
+        Ok(budget.window_counts(&answer.counts, answer.now))
     }
 
-    /// Counts one event in every window of `keys` whatever the limits; the new counts.
+    /// Counts one event in every window of `keys` whatever the limits; the new
+    /// counts, with the seconds each window has left by the server's clock.
     pub async fn record(
         &self,
         budget: &Budget,
         keys: &BucketKeys,
         now: i64,
-    ) -> Result<Vec<i64>, StoreError> {
-        Ok(self.run("record", budget, keys, now).await?.counts)
+    ) -> Result<Vec<WindowCount>, StoreError> {
+        let answer = self.run("record", budget, keys, now).await?;
+        Ok(budget.window_counts(&answer.counts, answer.now))
     }
 
     async fn run(
@@ -250,19 +324,29 @@ impl RedisCounters {
         for window in &budget.windows {
             invocation.arg(window.seconds).arg(window.limit);
         }
-        let mut connection = self.connection.clone();
+        let (mut connection, generation) = self.link.current();
         let reply: Vec<i64> =
-            tokio::time::timeout(self.call_timeout, invocation.invoke_async(&mut connection))
+            match tokio::time::timeout(self.call_timeout, invocation.invoke_async(&mut connection))
                 .await
-                .map_err(|_| {
-                    StoreError::Unavailable(format!(
+            {
+                Err(_) => {
+                    self.link.ran_out(generation);
+                    return Err(StoreError::Unavailable(format!(
                         "Redis did not answer within {} ms",
                         self.call_timeout.as_millis()
-                    ))
-                })?
-                .map_err(classify)?;
+                    )));
+                }
+                Ok(Err(e)) => {
+                    self.link.failed(generation, &e);
+                    return Err(classify(e));
+                }
+                Ok(Ok(reply)) => {
+                    self.link.answered(generation);
+                    reply
+                }
+            };
         let n = budget.windows.len();
-        if reply.len() != n + 2 || reply[1] < 0 || reply[1] as usize > n {
+        if reply.len() != n + 3 || reply[2] < 0 || reply[2] as usize > n {
             return Err(StoreError::Redis(format!(
                 "the budget script answered {} values for {n} windows",
                 reply.len()
@@ -270,9 +354,142 @@ impl RedisCounters {
         }
         Ok(Answer {
             now: reply[0],
-            refused: (reply[1] > 0).then(|| reply[1] as usize - 1),
-            counts: reply[2..].to_vec(),
+            micros: reply[1].clamp(0, 999_999),
+            refused: (reply[2] > 0).then(|| reply[2] as usize - 1),
+            counts: reply[3..].to_vec(),
         })
+    }
+}
+
+/// The connection in use, and when a faulty one may be replaced (see the module
+/// docs: which answers replace it, and the backoff).
+struct Link {
+    client: ::redis::Client,
+    config: ConnectionManagerConfig,
+    state: Mutex<LinkState>,
+}
+
+struct LinkState {
+    connection: ConnectionManager,
+    /// Replacements so far: a fault seen on an older connection never replaces a
+    /// newer one.
+    generation: u64,
+    /// The last answer of any kind on this connection, or when it was made.
+    last_answer: Instant,
+    /// No replacement before this moment.
+    next_replacement: Instant,
+    /// The pause after the next replacement.
+    backoff: Duration,
+}
+
+impl Link {
+    fn new(client: ::redis::Client, config: ConnectionManagerConfig) -> Result<Self, RedisError> {
+        let connection = ConnectionManager::new_lazy_with_config(client.clone(), config.clone())?;
+        let now = Instant::now();
+        Ok(Self {
+            client,
+            config,
+            state: Mutex::new(LinkState {
+                connection,
+                generation: 0,
+                last_answer: now,
+                next_replacement: now,
+                backoff: MIN_BACKOFF,
+            }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LinkState> {
+        // The state stays consistent whatever panicked while it was held.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The connection to call on, and its generation.
+    fn current(&self) -> (ConnectionManager, u64) {
+        let state = self.lock();
+        (state.connection.clone(), state.generation)
+    }
+
+    /// The call on connection `generation` was answered: it works.
+    fn answered(&self, generation: u64) {
+        let mut state = self.lock();
+        if state.generation == generation {
+            state.last_answer = Instant::now();
+            state.backoff = MIN_BACKOFF;
+        }
+    }
+
+    /// The call on connection `generation` failed with `e`.
+    fn failed(&self, generation: u64, e: &RedisError) {
+        if let Some(reason) = needs_new_connection(e) {
+            self.replace(generation, reason);
+        } else if e.code().is_some() {
+            // An error answer of the server (LOADING, NOPERM, …): it is alive.
+            let mut state = self.lock();
+            if state.generation == generation {
+                state.last_answer = Instant::now();
+            }
+        }
+    }
+
+    /// The call on connection `generation` ran out its deadline.
+    fn ran_out(&self, generation: u64) {
+        let silent = self.lock().last_answer.elapsed();
+        if silent >= SILENT_LIMIT {
+            self.replace(
+                generation,
+                "no answer on the connection for a second or more",
+            );
+        }
+    }
+
+    /// Replaces connection `generation` by a new (lazy) one, unless it was replaced
+    /// already or the backoff says not yet.
+    fn replace(&self, generation: u64, reason: &'static str) {
+        let mut state = self.lock();
+        let now = Instant::now();
+        if state.generation != generation || now < state.next_replacement {
+            return;
+        }
+        match ConnectionManager::new_lazy_with_config(self.client.clone(), self.config.clone()) {
+            Ok(connection) => {
+                let first_of_incident = state.backoff == MIN_BACKOFF;
+                state.connection = connection;
+                state.generation += 1;
+                state.last_answer = now;
+                state.next_replacement = now + state.backoff;
+                state.backoff = (state.backoff * 2).min(MAX_BACKOFF);
+                if first_of_incident {
+                    tracing::warn!(
+                        reason,
+                        replacement = state.generation,
+                        "replacing the Redis connection: a new one may reach a server that can count"
+                    );
+                } else {
+                    tracing::debug!(
+                        reason,
+                        replacement = state.generation,
+                        "replacing the Redis connection again"
+                    );
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "cannot make a new Redis connection"),
+        }
+    }
+}
+
+/// Why `e` means its connection must be replaced, or `None` when the server (or
+/// the client's own reconnect, for a dropped connection) sets it right by itself.
+fn needs_new_connection(e: &RedisError) -> Option<&'static str> {
+    if e.kind() == ErrorKind::AuthenticationFailed {
+        return Some("the server refused the password (AUTH)");
+    }
+    match e.code()? {
+        "NOAUTH" => Some("the server requires a password (NOAUTH)"),
+        "WRONGPASS" => Some("the server refused the password (WRONGPASS)"),
+        "READONLY" => Some("the server is a read-only replica (READONLY)"),
+        "MASTERDOWN" => Some("the server is a replica without its primary (MASTERDOWN)"),
+        _ => None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! The budget counters in SQLite's `rate_limit_counters` (SPEC §3): one row per
 //! bucket key holding the start of its current window and its count. Plain SQL on a
-//! `&Transaction`; the RateLimiter actor owns the connection and the transaction.
+//! `&Transaction`; the RateLimiter actor ([`super::rate_limiter`]) owns the
+//! connection and the transaction.
 //! Every statement is `prepare_cached`: they run on every budgeted request, and
 //! compiling them was a tenth of a cache hit's time.
 
@@ -245,8 +246,8 @@ pub fn sweep(tx: &Transaction<'_>, now: i64, horizon: i64) -> rusqlite::Result<u
 mod tests {
     use super::*;
     use crate::budget::{FixedWindow, WindowCount};
+    use crate::client_ip::ClientIp;
     use crate::db::temp_db as db;
-    use crate::search::client_ip::ClientIp;
     use rusqlite::OptionalExtension;
 
     const T0: i64 = 1_800_000_000; // a multiple of 3600

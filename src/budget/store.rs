@@ -10,69 +10,59 @@
 //! Whichever it is, the store's health is tracked here: the event log says once
 //! when it stops answering and once when it answers again, not once per request.
 //!
+//! **One clock per decision: the store's.** A backend decides in its own time and
+//! answers in it: the counts, each window's seconds left, a refusal's `Retry-After`
+//! and how long its window has left ([`Decided`]). It says which clock that is
+//! ([`StoreClock`]): the `now` the caller passed (SQLite: the process's [`Clock`],
+//! which is then the store's clock), or its own (Redis `TIME`; a server database's
+//! `now()`), in which case the caller's `now` is ignored. A backend added later
+//! (PostgreSQL) answers the same way.
+//!
 //! In front of the store sits a memo of full windows: a counter never goes down
 //! inside its window (other processes only add, sweeps only delete ended windows),
 //! so once a spend was refused for a key, every spend on that key is refused until
 //! its window ends, and the memo answers it without the store. This is what keeps
-//! a flood of 429s cheap. The memo counts windows with this process's clock; with
-//! Redis, whose windows follow the Redis server's clock, a replica whose clock is
-//! `s` seconds off may answer a full window's 429 from the memo for up to `s`
-//! seconds around the window's end.
+//! a flood of 429s cheap. The memo keeps each refusal's end in the store's time:
+//! for a caller-clock store the window's end in that clock's seconds; for an
+//! own-clock store a deadline on this process's monotonic clock, the moment the
+//! call was sent plus the time the store said the window had left, less a
+//! thousandth of it (more than any quartz clock's rate error). The call was sent
+//! before the store read its clock, so the memo ends no later than the store's
+//! window: a replica whose wall clock is off by any amount refuses no longer than
+//! the store would, and its `Retry-After` never exceeds the store's seconds left.
+//!
+//! [`Clock`]: crate::clock::Clock
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use actix::Addr;
 use hashlink::LruCache;
 
+use super::error::StoreError;
+pub use super::rate_limiter::CountMode;
+use super::rate_limiter::{self, RateLimiter};
 use super::redis::RedisCounters;
-use super::{BucketKeys, Budget, Decision};
-pub use crate::actors::rate_limiter::CountMode;
-use crate::actors::rate_limiter::{self, RateLimiter};
-use crate::db::DbError;
+use super::{BucketKeys, Budget, Decided, Decision, FixedWindow, WindowCount};
 
-/// Why a budget operation has no answer. Callers answer 503 or 500 by kind; the
-/// cause is for logs only.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The SQLite counters failed (I/O, lock timeout, corruption).
-    #[error("budget database: {0}")]
-    Db(DbError),
-    /// The store did not answer in time (Redis down or slow, SQLite locked by
-    /// another writer past its busy timeout): answer 503, never admit.
-    #[error("budget store unavailable: {0}")]
-    Unavailable(String),
-    /// A batch of SQLite spends failed (not for a lock held too long).
-    #[error("{0}")]
-    Batch(rate_limiter::SpendFailed),
-    /// The RateLimiter actor is gone (shutting down).
-    #[error("rate limiter: {0}")]
-    Mailbox(#[from] actix::MailboxError),
-    /// Redis answered something the budget script never returns (a bug, or a key
-    /// of ours overwritten by someone else): answer 500.
-    #[error("budget store answer: {0}")]
-    Redis(String),
-}
-
-impl From<DbError> for StoreError {
-    /// A lock held by another writer past the busy timeout is unavailability (503),
-    /// anything else a failure (500).
-    fn from(e: DbError) -> Self {
-        if e.is_busy() {
-            StoreError::Unavailable(e.to_string())
-        } else {
-            StoreError::Db(e)
-        }
-    }
+/// Whose clock a store counts its windows with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreClock {
+    /// The `now` (unix seconds) each call passes: SQLite, where the process's clock
+    /// is the store's; Redis in tests that pass a manual clock.
+    Caller,
+    /// The store's own (Redis `TIME`): the caller's `now` is not used.
+    Own,
 }
 
 /// A cheap, cloneable handle on the budget counters.
 #[derive(Clone)]
 pub struct BudgetStore {
     backend: Backend,
-    /// Full windows seen: bucket key → start (unix seconds) of the window in which
-    /// it was refused. Bounded; an evicted entry only costs one store round trip.
-    full: Arc<Mutex<LruCache<String, i64>>>,
+    /// Full windows seen: bucket key → when the refusal ends, in the store's time.
+    /// Bounded; an evicted entry only costs one store round trip.
+    full: Arc<Mutex<LruCache<String, Until>>>,
     /// `true` while the store answers (or has not failed yet); shared by clones.
     up: Arc<AtomicBool>,
 }
@@ -84,6 +74,47 @@ const FULL_MEMO_ENTRIES: usize = 65_536;
 enum Backend {
     Sqlite(Addr<RateLimiter>),
     Redis(RedisCounters),
+}
+
+/// When a remembered refusal ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// At this unix second of the caller's clock ([`StoreClock::Caller`]).
+    Second(i64),
+    /// At this moment of the process's monotonic clock ([`StoreClock::Own`]).
+    Deadline(Instant),
+}
+
+impl Until {
+    /// The end of a refusal decided at `now` (caller's seconds) by a store keeping
+    /// `clock`, from a call sent at `sent`.
+    fn of(clock: StoreClock, decided: &Decided, now: i64, sent: Instant) -> Option<Self> {
+        let Decision::Refused { retry_after, .. } = decided.decision else {
+            return None;
+        };
+        Some(match clock {
+            StoreClock::Caller => Until::Second(now + retry_after),
+            StoreClock::Own => {
+                let left = decided
+                    .window_left
+                    .unwrap_or(Duration::from_secs(retry_after.saturating_sub(1) as u64));
+                Until::Deadline(sent + left - left / 1000)
+            }
+        })
+    }
+
+    /// Whole seconds left (at least 1) at `now` (caller's seconds) and `instant`,
+    /// or `None` once it ended.
+    fn left(self, now: i64, instant: Instant) -> Option<i64> {
+        match self {
+            Until::Second(end) => (now < end).then_some(end - now),
+            Until::Deadline(deadline) => {
+                let left = deadline.checked_duration_since(instant)?;
+                (!left.is_zero())
+                    .then(|| left.as_secs() as i64 + i64::from(left.subsec_nanos() > 0))
+            }
+        }
+    }
 }
 
 impl BudgetStore {
@@ -113,6 +144,14 @@ impl BudgetStore {
         }
     }
 
+    /// Whose clock the store's windows follow.
+    pub fn clock(&self) -> StoreClock {
+        match &self.backend {
+            Backend::Sqlite(_) => StoreClock::Caller,
+            Backend::Redis(redis) => redis.clock(),
+        }
+    }
+
     /// Notes the result of a call: the first [`StoreError::Unavailable`] after an
     /// answer logs a warning, the first answer after one logs the recovery.
     fn observe<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
@@ -139,28 +178,44 @@ impl BudgetStore {
     /// The refusal the memo already knows for `keys` at `now`, if any.
     fn known_full(&self, budget: &Budget, keys: &BucketKeys, now: i64) -> Option<Decision> {
         let mut full = self.full.lock().ok()?;
-        budget
-            .windows
-            .iter()
-            .zip(&keys.0)
-            .enumerate()
-            .find(|(_, (window, key))| full.get(*key) == Some(&window.start(now)))
-            .map(|(i, (window, _))| Decision::Refused {
-                window: i,
-                retry_after: window.seconds_left(now),
-            })
+        let instant = Instant::now();
+        for (i, key) in keys.0.iter().enumerate().take(budget.windows.len()) {
+            let Some(until) = full.get(key).copied() else {
+                continue;
+            };
+            match until.left(now, instant) {
+                Some(retry_after) => {
+                    return Some(Decision::Refused {
+                        window: i,
+                        retry_after,
+                    })
+                }
+                None => {
+                    full.remove(key);
+                }
+            }
+        }
+        None
     }
 
-    /// Remembers the window a refusal named as full until it ends.
-    fn remember(&self, budget: &Budget, keys: &BucketKeys, now: i64, decision: &Decision) {
-        if let (Decision::Refused { window, .. }, Ok(mut full)) = (decision, self.full.lock()) {
-            full.insert(keys.0[*window].clone(), budget.windows[*window].start(now));
+    /// Remembers the window a refusal named as full until it ends, in the store's
+    /// time (see the module docs).
+    fn remember(&self, keys: &BucketKeys, now: i64, sent: Instant, decided: &Decided) {
+        let Decision::Refused { window, .. } = decided.decision else {
+            return;
+        };
+        if let (Some(until), Ok(mut full)) = (
+            Until::of(self.clock(), decided, now, sent),
+            self.full.lock(),
+        ) {
+            full.insert(keys.0[window].clone(), until);
         }
     }
 
-    /// Counts one request in every window of `budget` for `keys` at `now` (unix
-    /// seconds; Redis aligns windows with its own clock instead) if all are under
-    /// their limits; otherwise changes nothing.
+    /// Counts one request in every window of `budget` for `keys` if all are under
+    /// their limits; otherwise changes nothing. `now` is the caller's unix seconds,
+    /// the windows' time when the store keeps [`StoreClock::Caller`]; a store with
+    /// its own clock decides, and answers `Retry-After` and seconds left, in that.
     ///
     /// Errors: [`StoreError::Unavailable`] when the store did not answer in time.
     pub async fn spend(
@@ -184,9 +239,12 @@ impl BudgetStore {
         if let Some(refused) = self.known_full(budget, &keys, now) {
             return Ok((refused, None));
         }
-        let spent = self.spend_inner(budget, &keys, now).await?;
-        self.remember(budget, &keys, now, &spent.0);
-        Ok(spent)
+        // Before the store reads its clock: a memo counted from here ends no later
+        // than the store's window.
+        let sent = Instant::now();
+        let (decided, generation) = self.spend_inner(budget, &keys, now).await?;
+        self.remember(&keys, now, sent, &decided);
+        Ok((decided.decision, generation))
     }
 
     async fn spend_inner(
@@ -194,7 +252,7 @@ impl BudgetStore {
         budget: &Arc<Budget>,
         keys: &BucketKeys,
         now: i64,
-    ) -> Result<(Decision, Option<i64>), StoreError> {
+    ) -> Result<(Decided, Option<i64>), StoreError> {
         let result = match &self.backend {
             Backend::Sqlite(addr) => {
                 let answer = addr
@@ -205,7 +263,10 @@ impl BudgetStore {
                     })
                     .await?;
                 match answer.await {
-                    Ok(Ok((decision, generation))) => Ok((decision, Some(generation))),
+                    // The caller's `now` is the SQLite store's clock, in whole seconds.
+                    Ok(Ok((decision, generation))) => {
+                        Ok((Decided::at_whole_second(decision), Some(generation)))
+                    }
                     Ok(Err(failed)) if failed.busy => Err(StoreError::Unavailable(failed.cause)),
                     Ok(Err(failed)) => Err(StoreError::Batch(failed)),
                     Err(_) => Err(StoreError::Mailbox(actix::MailboxError::Closed)),
@@ -219,14 +280,16 @@ impl BudgetStore {
 
     /// Reads the counts of `keys` in the windows containing `now` ([`CountMode::Peek`]),
     /// or first counts one event in each whatever the limits ([`CountMode::Record`],
-    /// for failures counted after they happened); returns the counts.
+    /// for failures counted after they happened). Returns each window's count with
+    /// what it has left, its seconds left by the store's clock (as for
+    /// [`BudgetStore::spend`]).
     pub async fn counts(
         &self,
         budget: &Arc<Budget>,
         keys: BucketKeys,
         now: i64,
         mode: CountMode,
-    ) -> Result<Vec<i64>, StoreError> {
+    ) -> Result<Vec<WindowCount>, StoreError> {
         let result = match &self.backend {
             Backend::Sqlite(addr) => addr
                 .send(rate_limiter::Counts {
@@ -237,7 +300,8 @@ impl BudgetStore {
                 })
                 .await
                 .map_err(StoreError::from)
-                .and_then(|r| r.map_err(StoreError::from)),
+                .and_then(|r| r.map_err(StoreError::from))
+                .map(|counts| budget.window_counts(&counts, now)),
             Backend::Redis(redis) => match mode {
                 CountMode::Peek => redis.peek(budget, &keys, now).await,
                 CountMode::Record => redis.record(budget, &keys, now).await,
@@ -246,10 +310,18 @@ impl BudgetStore {
         self.observe(result)
     }
 
-    /// Does the store answer now? A read that changes nothing (for `/readyz`).
-    pub async fn ping(&self) -> Result<(), StoreError> {
-        let probe = Arc::new(Budget::pin_failures(1));
-        self.counts(&probe, BucketKeys(vec!["0".repeat(64)]), 0, CountMode::Peek)
+    /// Can the store count requests now? What every budgeted request needs: one
+    /// write through the same path, counting a probe in a one-second window of a
+    /// key of ours (`ready-second:probe`, hashed; in Redis it expires within a
+    /// second). A replica that can read but not write, a refused password, a store
+    /// that does not answer: all are errors here, so `/readyz` fails with them.
+    pub async fn check_ready(&self, now: i64) -> Result<(), StoreError> {
+        let probe = Arc::new(Budget {
+            prefix: "ready",
+            windows: vec![FixedWindow::new("second", 1, 1)],
+        });
+        let keys = probe.keys_of("probe");
+        self.counts(&probe, keys, now, CountMode::Record)
             .await
             .map(drop)
     }
@@ -261,6 +333,66 @@ impl BudgetStore {
             Backend::Sqlite(addr) => Ok(addr.send(rate_limiter::Sweep { now, horizon }).await??),
             // Every Redis key expires at the end of its window.
             Backend::Redis(_) => Ok(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(retry_after: i64, window_left: Option<Duration>) -> Decided {
+        Decided {
+            decision: Decision::Refused {
+                window: 0,
+                retry_after,
+            },
+            window_left,
+        }
+    }
+
+    #[test]
+    fn a_caller_clock_refusal_ends_with_its_window_in_that_clock() {
+        let until = Until::of(
+            StoreClock::Caller,
+            &refused(55, None),
+            1_000,
+            Instant::now(),
+        );
+        let until = until.unwrap();
+        let instant = Instant::now();
+        assert_eq!(until.left(1_000, instant), Some(55));
+        assert_eq!(until.left(1_054, instant), Some(1));
+        assert_eq!(until.left(1_055, instant), None);
+    }
+
+    #[test]
+    fn an_own_clock_refusal_ends_before_the_stores_window_whatever_the_callers_clock() {
+        let sent = Instant::now();
+        let left = Duration::from_millis(7_250);
+        let until = Until::of(StoreClock::Own, &refused(8, Some(left)), 0, sent).unwrap();
+        // The caller's seconds play no part: a clock 8 s fast or 3 days slow agrees.
+        for now in [0, 8, -259_200] {
+            assert_eq!(until.left(now, sent), Some(8));
+        }
+        // Never past the store's window end (sent + 7.25 s), never above the store's
+        // whole seconds left at any moment.
+        let Until::Deadline(deadline) = until else {
+            panic!("{until:?}")
+        };
+        assert!(deadline <= sent + left && deadline >= sent + left - left / 500);
+        assert_eq!(until.left(0, sent + Duration::from_millis(7_000)), Some(1));
+        assert_eq!(until.left(0, sent + left), None);
+    }
+
+    #[test]
+    fn an_admission_is_not_remembered() {
+        let admitted = Decided {
+            decision: Decision::Admitted(vec![]),
+            window_left: None,
+        };
+        for clock in [StoreClock::Caller, StoreClock::Own] {
+            assert_eq!(Until::of(clock, &admitted, 0, Instant::now()), None);
         }
     }
 }

@@ -33,6 +33,11 @@ pub enum DbError {
         path: String,
         source: std::io::Error,
     },
+    #[error("reading the metadata of {path}: {source}")]
+    Metadata {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 impl DbError {

@@ -4,50 +4,13 @@
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
+// The records are the page store's (any backend); re-exported where they were.
+pub use crate::page_store::records::{
+    Candidate, CandidateRef, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
+    LedgerPage, Page, PageState, PageSummary, PinRecord, StateChange, Upserted,
+};
 
 const CANDIDATE: &str = "lifecycle = 'active' AND claimed_at IS NULL";
-
-/// A page as a reader sees it (no PIN hash). Times are unix seconds.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Page {
-    pub id: i64,
-    pub slug: String,
-    pub title: String,
-    pub body: String,
-    pub version: i64,
-    pub lifecycle: String,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-/// One ledger row: display fields only, never the body.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct PageSummary {
-    pub slug: String,
-    pub title: String,
-    pub version: i64,
-    pub updated_at: i64,
-}
-
-/// One search candidate: `(id, current_version)` plus display fields, never the body
-/// or PIN hash (SPEC §5 gate 5).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
-    pub id: i64,
-    pub version: i64,
-    pub slug: String,
-    pub title: String,
-    pub updated_at: i64,
-}
-
-/// What an upsert did to the row of its slug.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Upserted {
-    Inserted,
-    /// Title or body changed; the new `current_version`.
-    Updated(i64),
-    Unchanged,
-}
 
 /// Inserts the page, or updates title/body of the page with this slug. A changed
 /// title or body bumps `current_version` and `updated_at`; the PIN hash is set only
@@ -85,22 +48,6 @@ pub fn upsert(
             now,
         )?)),
     }
-}
-
-/// A page the API just created.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Created {
-    pub id: i64,
-    pub slug: PageSlug,
-    /// Always 1.
-    pub version: i64,
-}
-
-/// Why [`create`] wrote nothing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CreateRefused {
-    /// The writer asked for this slug and a page (in any state) already has it.
-    SlugTaken(PageSlug),
 }
 
 /// Inserts a new page at version 1. A slug the writer gave must be free (slugs are
@@ -217,17 +164,6 @@ pub fn update(
     )
 }
 
-/// A page's state after archive or claim. Times are unix seconds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageState {
-    pub slug: String,
-    pub version: i64,
-    /// `active` or `archived`.
-    pub lifecycle: String,
-    pub claimed_at: Option<i64>,
-    pub updated_at: i64,
-}
-
 /// Archives the page (it leaves the ledger and search). Archiving an archived page
 /// changes nothing, so its version stays; any other call bumps it.
 pub fn archive(tx: &Transaction<'_>, id: i64, now: i64) -> rusqlite::Result<PageState> {
@@ -269,16 +205,6 @@ fn state(conn: &Connection, id: i64) -> rusqlite::Result<PageState> {
     )
 }
 
-/// What a PIN check needs to know about the page with this slug, in any state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PinRecord {
-    pub id: i64,
-    /// `None` when the page was created without a PIN.
-    pub pin_hash: Option<String>,
-    /// Archived or claimed: not a candidate, so public reads answer 404.
-    pub gone: bool,
-}
-
 /// The id, PIN hash and state of the page with this slug, in any state: `None` when
 /// no page has it. The only function that reads `pin_hash`; its value goes to
 /// `pin::verify` and nowhere else.
@@ -309,6 +235,52 @@ pub fn count_candidates(conn: &Connection) -> rusqlite::Result<i64> {
         [],
         |r| r.get(0),
     )
+}
+
+/// The candidate count and `limit` candidates from `offset`, newest first, read in
+/// one transaction so the two agree.
+pub fn ledger_page(conn: &mut Connection, offset: i64, limit: i64) -> rusqlite::Result<LedgerPage> {
+    let tx = conn.transaction()?;
+    let page = LedgerPage {
+        total: count_candidates(&tx)?,
+        rows: ledger(&tx, offset, limit)?,
+    };
+    tx.commit()?;
+    Ok(page)
+}
+
+/// Archives or claims the page ([`archive`], [`claim`]).
+pub fn change_state(
+    tx: &Transaction<'_>,
+    id: i64,
+    change: StateChange,
+    now: i64,
+) -> rusqlite::Result<PageState> {
+    match change {
+        StateChange::Archive => archive(tx, id, now),
+        StateChange::Claim => claim(tx, id, now),
+    }
+}
+
+/// Upserts every page of an import in `tx`, in order ([`upsert`]); counts what
+/// each did.
+pub fn upsert_all(
+    tx: &Transaction<'_>,
+    pages: &[ImportPage],
+    now: i64,
+) -> rusqlite::Result<ImportCounts> {
+    let mut counts = ImportCounts::default();
+    for page in pages {
+        counts.add(upsert(
+            tx,
+            &page.slug,
+            &page.title,
+            &page.body,
+            page.pin_hash.as_deref(),
+            now,
+        )?);
+    }
+    Ok(counts)
 }
 
 /// Candidates newest first (`updated_at DESC, id DESC`), `limit` rows from `offset`.
@@ -371,43 +343,6 @@ fn candidate_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
     })
 }
 
-/// One candidate's fields, borrowed (from a row being read, or from where a
-/// snapshot keeps them): a [`Candidate`] without its two allocations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CandidateRef<'a> {
-    pub id: i64,
-    pub version: i64,
-    pub slug: &'a str,
-    pub title: &'a str,
-    pub updated_at: i64,
-}
-
-impl CandidateRef<'_> {
-    /// An owned copy.
-    pub fn to_candidate(&self) -> Candidate {
-        Candidate {
-            id: self.id,
-            version: self.version,
-            slug: self.slug.to_owned(),
-            title: self.title.to_owned(),
-            updated_at: self.updated_at,
-        }
-    }
-}
-
-impl Candidate {
-    /// This candidate's fields, borrowed.
-    pub fn borrowed(&self) -> CandidateRef<'_> {
-        CandidateRef {
-            id: self.id,
-            version: self.version,
-            slug: &self.slug,
-            title: &self.title,
-            updated_at: self.updated_at,
-        }
-    }
-}
-
 /// All candidates ordered by id, with the generation they were read at, in one read
 /// transaction so the two agree.
 pub fn candidates(conn: &mut Connection) -> rusqlite::Result<(i64, Vec<Candidate>)> {
@@ -450,11 +385,10 @@ pub fn each_candidate(
 /// page changed since (ids ascending) its candidate row, or `None` when it is no
 /// longer a candidate. `Ok(None)` when the change log no longer reaches back to
 /// `since` (compacted, or written before the log existed): reload in full.
-#[allow(clippy::type_complexity)]
 pub fn changes_since(
     conn: &mut Connection,
     since: i64,
-) -> rusqlite::Result<Option<(i64, Vec<(i64, Option<Candidate>)>)>> {
+) -> rusqlite::Result<Option<(i64, ChangedPages)>> {
     let tx = conn.transaction()?;
     let generation = generation(&tx)?;
     if generation == since {

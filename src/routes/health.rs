@@ -1,16 +1,18 @@
 //! `GET /healthz` (liveness) and `GET /readyz` (readiness), SPEC §9.
 //!
 //! `/healthz` touches nothing: 200 while the process runs and serves HTTP.
-//! `/readyz` is 200 only while every check passes: the database file at the
-//! configured path is the one open and is writable, the candidate snapshot is
-//! built, and the budget store answers a read; else 503 naming what failed.
+//! `/readyz` is 200 only while every check passes: the page store could keep a
+//! write (SQLite: the database file at the configured path is the one open and is
+//! writable), the candidate snapshot is built, and the budget store takes a write
+//! (what every budgeted request needs: a Redis replica answers reads, so a read
+//! would call it ready); else 503 naming what failed.
 
 use std::time::Duration;
 
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
-use crate::budget::store::StoreError;
+use crate::budget::error::StoreError;
 use crate::state::AppState;
 
 /// How long `/readyz` waits for the budget store's answer.
@@ -33,27 +35,25 @@ pub struct Readiness {
 }
 
 /// Readiness: 200 when the database file is the one open and writable, the search
-/// snapshot is built and the budget store answers; else 503. JSON either way.
+/// snapshot is built and the budget store takes a write
+/// ([`crate::budget::store::BudgetStore::check_ready`]); else 503. JSON either way.
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     // Answers say which check failed in a few words; the details go to the log.
-    let database = match state.storage.check() {
+    let database = match state.pages.store.check_ready().await {
         Ok(()) => "ok".to_owned(),
-        Err(fault) => {
-            tracing::error!(%fault, "readiness: database file");
-            format!("the database file is {}", fault.short())
-        }
+        Err(why) => why,
     };
-    let snapshot = if state.corpus.peek().generation >= 0 {
+    let snapshot = if state.search.corpus.peek().generation >= 0 {
         "ok".to_owned()
     } else {
         "the candidate snapshot is not built yet".to_owned()
     };
-    let read = state.budget_store.ping();
-    let budget_store = match tokio::time::timeout(READY_CHECK_TIMEOUT, read).await {
+    let write = state.budgets.store.check_ready(state.clock.now());
+    let budget_store = match tokio::time::timeout(READY_CHECK_TIMEOUT, write).await {
         Ok(Ok(())) => "ok".to_owned(),
         // The store logs an outage once when it starts and once when it ends; a
         // probe every few seconds must not log it again each time.
-        Ok(Err(StoreError::Unavailable(_))) => "the budget store does not answer".to_owned(),
+        Ok(Err(StoreError::Unavailable(_))) => "the budget store does not take a write".to_owned(),
         Ok(Err(e)) => {
             tracing::error!(error = %e, "readiness: budget store");
             "the budget store failed".to_owned()

@@ -4,8 +4,8 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
-use crate::db::{self, pages};
 use crate::domain::PageSlug;
+use crate::page_store::{Page, PageStoreError};
 use crate::routes::{error_page, render};
 use crate::state::AppState;
 use crate::templates::format_time;
@@ -37,17 +37,22 @@ struct LedgerContext {
     total: i64,
 }
 
-/// `GET /?page=N`: candidates newest first, 50 a page. `page` must be a whole number
-/// from 1 (400 otherwise); a page past the end is an empty page with a link back.
+/// `GET /?page=N`: candidates newest first, 50 a page. `page` follows
+/// [`crate::domain::parse_whole_number`] (blank is 1, anything but digits from 1 is
+/// 400); a page past the end is an empty page with a link back.
 pub async fn ledger(
     state: web::Data<AppState>,
     req: HttpRequest,
     query: web::Query<LedgerQuery>,
 ) -> HttpResponse {
-    let page_no = match query.page.as_deref().map(str::parse::<i64>) {
-        None => 1,
-        Some(Ok(n)) if (1..=i64::MAX / LEDGER_PAGE_SIZE).contains(&n) => n,
-        Some(_) => {
+    // A number past any last page (even past what an offset can hold) is simply a
+    // page past the end.
+    let page_no = match crate::domain::parse_whole_number(query.page.as_deref()) {
+        Ok(None) => 1,
+        Ok(Some(n)) => i64::try_from(n)
+            .unwrap_or(i64::MAX)
+            .min(i64::MAX / LEDGER_PAGE_SIZE),
+        Err(_) => {
             return error_page(
                 &state,
                 &req,
@@ -57,15 +62,8 @@ pub async fn ledger(
         }
     };
     let offset = (page_no - 1) * LEDGER_PAGE_SIZE;
-    let fetched = db::with_conn(&state.pool, move |c| {
-        Ok((
-            pages::count_candidates(c)?,
-            pages::ledger(c, offset, LEDGER_PAGE_SIZE)?,
-        ))
-    })
-    .await;
-    let (total, rows) = match fetched {
-        Ok(x) => x,
+    let (total, rows) = match state.pages.store.ledger(offset, LEDGER_PAGE_SIZE).await {
+        Ok(listed) => (listed.total, listed.rows),
         Err(e) => return internal_error(&state, &req, e),
     };
     let context = LedgerContext {
@@ -109,50 +107,19 @@ struct PageContext {
     og_title: String,
 }
 
-/// A plain-text summary of a body for `<meta name="description">`: the first
-/// 160 characters of its text, whitespace collapsed, or a line naming the page.
-fn description(title: &str, body: &str) -> String {
-    use pulldown_cmark::{Event, Parser, TagEnd};
-    const LIMIT: usize = 160;
-    let mut raw = String::new();
-    for event in Parser::new_ext(body, crate::markdown::options()) {
-        match event {
-            Event::Text(t) | Event::Code(t) => raw.push_str(&t),
-            Event::SoftBreak
-            | Event::HardBreak
-            | Event::End(
-                TagEnd::Paragraph
-                | TagEnd::Heading(_)
-                | TagEnd::Item
-                | TagEnd::CodeBlock
-                | TagEnd::TableCell,
-            ) => raw.push(' '),
-            _ => {}
-        }
-        if raw.len() > LIMIT * 8 {
-            break;
-        }
+/// `<meta name="description">` of a page: its body's summary, or a line naming the
+/// page when the body has no text.
+fn description(title: &str, summary: &str) -> String {
+    if summary.is_empty() {
+        format!("{title}, a page on agent-pages.")
+    } else {
+        summary.to_owned()
     }
-    let text = raw.split_whitespace().collect::<Vec<_>>().join(" ");
-    let text = text.trim();
-    if text.is_empty() {
-        return format!("{title}, a page on agent-pages.");
-    }
-    if text.chars().count() <= LIMIT {
-        return text.to_owned();
-    }
-    // Cut at the last word boundary that fits (mid-word only for one huge word).
-    let cut: String = text.chars().take(LIMIT).collect();
-    let cut = match cut.rfind(' ') {
-        Some(space) if space > 0 => &cut[..space],
-        _ => cut.as_str(),
-    };
-    let cut: String = cut.trim_end().chars().take(LIMIT - 1).collect();
-    format!("{cut}…")
 }
 
 /// `GET /p/{slug}`: the page with its body rendered from Markdown (once per
-/// version), or the 404 page for an unknown or non-candidate slug.
+/// version, on a render thread: this handler awaits it without holding its worker),
+/// or the 404 page for an unknown or non-candidate slug.
 pub async fn page(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -160,13 +127,14 @@ pub async fn page(
 ) -> HttpResponse {
     match find(&state, slug.into_inner()).await {
         Ok(Some(p)) => {
-            let body_html = state.markdown.get_or_render(p.id, p.version, &p.body);
+            let has_body = !p.body.trim().is_empty();
+            let rendered = state.pages.markdown.rendered(p.id, p.version, p.body).await;
             let context = PageContext {
-                meta_description: description(&p.title, &p.body),
+                meta_description: description(&p.title, &rendered.summary),
                 og_title: p.title.clone(),
                 page: PageView {
-                    has_body: !p.body.trim().is_empty(),
-                    body_html: body_html.to_string(),
+                    has_body,
+                    body_html: rendered.html.clone(),
                     slug: p.slug,
                     title: p.title,
                     version: p.version,
@@ -196,11 +164,11 @@ pub async fn raw(
     }
 }
 
-async fn find(state: &AppState, slug: String) -> Result<Option<pages::Page>, db::DbError> {
+async fn find(state: &AppState, slug: String) -> Result<Option<Page>, PageStoreError> {
     if PageSlug::parse(&slug).is_err() {
         return Ok(None);
     }
-    db::with_conn(&state.pool, move |c| pages::candidate_by_slug(c, &slug)).await
+    state.pages.store.page(&slug).await
 }
 
 fn page_not_found(state: &AppState, req: &HttpRequest) -> HttpResponse {
@@ -212,7 +180,7 @@ fn page_not_found(state: &AppState, req: &HttpRequest) -> HttpResponse {
     )
 }
 
-fn internal_error(state: &AppState, req: &HttpRequest, e: db::DbError) -> HttpResponse {
+fn internal_error(state: &AppState, req: &HttpRequest, e: PageStoreError) -> HttpResponse {
     tracing::error!(error = %e, "database error");
     error_page(
         state,
@@ -227,19 +195,8 @@ mod tests {
     use super::description;
 
     #[test]
-    fn descriptions_are_the_body_text_cut_at_160_characters() {
-        assert_eq!(
-            description(
-                "T",
-                "# Intro\n\nSome **bold** text\nover lines.\n\n| a | b |\n|---|---|\n| 1 | 2 |"
-            ),
-            "Intro Some bold text over lines. a b 1 2"
-        );
-        assert_eq!(description("Notes", "  "), "Notes, a page on agent-pages.");
-        let long = description("T", &"words ".repeat(100));
-        assert!(long.chars().count() <= 160, "{long}");
-        assert!(long.ends_with(" words…"), "{long}");
-        let one_word = description("T", &"x".repeat(500));
-        assert_eq!(one_word.chars().count(), 160);
+    fn a_page_without_text_is_described_by_its_title() {
+        assert_eq!(description("Notes", ""), "Notes, a page on agent-pages.");
+        assert_eq!(description("Notes", "Some text"), "Some text");
     }
 }

@@ -2,19 +2,20 @@
 
 use actix_web::{web, HttpResponse};
 
-use crate::actors::cache::Stats;
+use crate::search::cache::Stats;
 use crate::state::AppState;
 
 /// Sets the gauges from the live state, then encodes every metric.
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     let m = &state.metrics;
-    m.slots_busy.set(state.scorers.busy() as i64);
-    m.in_flight
-        .set((state.search_settings.max_in_flight - state.admission.available_permits()) as i64);
-    if let Ok(stats) = state.cache.send(Stats).await {
+    m.slots_busy.set(state.search.scorers.busy() as i64);
+    m.in_flight.set(
+        (state.search.settings.max_in_flight - state.search.admission.available_permits()) as i64,
+    );
+    if let Ok(stats) = state.search.cache.send(Stats).await {
         m.cache_entries.set(stats.entries as i64);
     }
-    let snapshot = state.corpus.peek();
+    let snapshot = state.search.corpus.peek();
     m.candidates.set(snapshot.len() as i64);
     m.generation.set(snapshot.generation.max(0));
     HttpResponse::Ok()

@@ -7,6 +7,7 @@ pub mod ledger;
 pub mod metrics;
 pub mod origin;
 pub mod problem;
+pub mod rate_limit_headers;
 pub mod search;
 pub mod security_headers;
 pub mod theme;
@@ -21,13 +22,19 @@ use actix_web::middleware::Next;
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
-use crate::search::client_ip::{self, ClientIp, TrustedProxies};
+use crate::client_ip::{self, ClientIp, TrustedProxies};
 use crate::state::AppState;
 
 /// Middleware: a `HEAD` request is routed exactly as the `GET` of the same URL, so
-/// every GET route answers HEAD with GET's status and headers (SPEC §9). actix-http
-/// decided at parse time that this is a HEAD request and sends no body, whatever
-/// the handler produced.
+/// every GET route answers HEAD with GET's status and headers, `Content-Length`
+/// included (SPEC §9; RFC 9110 §9.3.2 allows it since it is GET's). actix-http's
+/// dispatcher records that the request it is serving is a HEAD before any of this
+/// runs, and frames that answer without its body, whatever the handler produced and
+/// whatever is pipelined behind it (SPEC §10). That per-request decision is our
+/// patch of actix-http (`vendor/actix-http/PATCHED.md`): upstream keeps one flag
+/// per connection, set by the last request *read*, so a pipelined request behind a
+/// slow HEAD made the HEAD answer carry its body (and a HEAD behind a slow GET cut
+/// the GET's).
 ///
 /// The handler runs in full, as for a GET: a `HEAD /search?q=…` spends the search
 /// budget once and scores exactly what the GET would (it *is* one GET whose body is
@@ -93,12 +100,16 @@ pub const SITE_DESCRIPTION: &str =
 /// The request's path and query, percent-encoded for a `?back=` parameter, so the
 /// theme switch can return to this page.
 pub fn back_param(req: &HttpRequest) -> String {
-    let here = req
-        .uri()
+    percent_encoding::utf8_percent_encode(here(req), percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// The request's path and query as received (`/` when there is none): where the
+/// theme switch returns to, and so part of what a rendered page depends on.
+pub fn here(req: &HttpRequest) -> &str {
+    req.uri()
         .path_and_query()
         .map(|p| p.as_str())
-        .unwrap_or("/");
-    percent_encoding::utf8_percent_encode(here, percent_encoding::NON_ALPHANUMERIC).to_string()
+        .unwrap_or("/")
 }
 
 /// Renders `template` with `context` plus `theme`, `back` (this page, for the theme
@@ -173,36 +184,6 @@ pub fn render_with(
     templates
         .render(template, &ctx)
         .map_err(|e| template_failure(template, e))
-}
-
-/// Inserts `RateLimit-Policy: policy` and `RateLimit: state`
-/// (draft-ietf-httpapi-ratelimit-headers), on search and publish answers alike.
-pub fn insert_rate_limit_headers(
-    response: &mut HttpResponse,
-    policy: &actix_web::http::header::HeaderValue,
-    state: &str,
-) {
-    use actix_web::http::header::{HeaderName, HeaderValue};
-    let headers = response.headers_mut();
-    headers.insert(HeaderName::from_static("ratelimit-policy"), policy.clone());
-    if let Ok(v) = HeaderValue::from_str(state) {
-        headers.insert(HeaderName::from_static("ratelimit"), v);
-    }
-}
-
-/// What a rendered page depends on besides its template context — the theme and
-/// the path to come back to — followed by `rest` (what the caller's context
-/// depends on). Keys a cache of whole pages; one allocation.
-pub fn page_variant(req: &HttpRequest, rest: std::fmt::Arguments<'_>) -> String {
-    use std::fmt::Write as _;
-    let here = req
-        .uri()
-        .path_and_query()
-        .map(|p| p.as_str())
-        .unwrap_or("/");
-    let mut out = String::with_capacity(here.len() + 48);
-    let _ = write!(out, "{}\u{0}{here}\u{0}{rest}", theme(req));
-    out
 }
 
 fn template_failure(template: &str, e: tera::Error) -> RenderFailed {

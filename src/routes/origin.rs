@@ -11,7 +11,7 @@ use actix_web::http::header::{HeaderMap, HOST};
 use actix_web::http::uri::Authority;
 use actix_web::HttpRequest;
 
-use crate::search::client_ip::TrustedProxies;
+use crate::client_ip::TrustedProxies;
 
 /// Scheme and host an answer's absolute URLs use.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,11 +8,10 @@
 
 use std::sync::{Arc, RwLock};
 
-use deadpool_sqlite::Pool;
 use prometheus::IntCounter;
 use sha2::{Digest, Sha256};
 
-use crate::db::{self, pages, pages::Candidate, DbError};
+use crate::page_store::{Candidate, PageStore, PageStoreError};
 use crate::search::rank::{IndexBuilder, RankIndex};
 use crate::search::rows::{CandidateRef, Rows};
 
@@ -201,18 +200,10 @@ impl SnapshotBuilder {
 /// blocking thread.
 const INLINE_CHANGES: usize = 64;
 
-/// Longest wait of the dedicated generation reader for a lock (only a checkpoint
-/// or recovery can make a WAL reader wait) before the pool is asked instead.
-const GENERATION_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(20);
-
 /// The current snapshot and how to refresh it.
 pub struct Corpus {
-    pool: Pool,
-    /// A read connection of its own for the one-row generation read every budgeted
-    /// search makes, done on the calling thread: under WAL a reader never waits
-    /// for a writer, and a pool round trip (a blocking-thread hop) cost more than
-    /// the read. `None` when it could not be opened; then the pool is used.
-    generation_conn: Option<std::sync::Mutex<rusqlite::Connection>>,
+    /// Where the candidates, the generation and the change log are read.
+    store: PageStore,
     current: RwLock<Arc<Snapshot>>,
     /// Held while the snapshot is rebuilt or updated.
     rebuild: tokio::sync::Mutex<()>,
@@ -221,16 +212,11 @@ pub struct Corpus {
 }
 
 impl Corpus {
-    /// An empty snapshot (generation -1) over `pool`, whose database is at `path`;
-    /// `fetches` counts the candidate fetches of searches.
-    pub fn new(pool: Pool, path: &std::path::Path, fetches: IntCounter) -> Self {
-        let generation_conn = db::open_reader(path, GENERATION_READ_TIMEOUT)
-            .map_err(|e| tracing::warn!(error = %e, "no dedicated generation reader"))
-            .ok()
-            .map(std::sync::Mutex::new);
+    /// An empty snapshot (generation -1) of the pages in `store`; `fetches` counts
+    /// the candidate fetches of searches.
+    pub fn new(store: PageStore, fetches: IntCounter) -> Self {
         Self {
-            pool,
-            generation_conn,
+            store,
             current: RwLock::new(Arc::new(Snapshot::build(-1, Vec::new()))),
             rebuild: tokio::sync::Mutex::new(()),
             fetches,
@@ -238,7 +224,7 @@ impl Corpus {
     }
 
     /// Builds the snapshot ahead of the first search; not counted as a fetch.
-    pub async fn warm(&self) -> Result<Arc<Snapshot>, DbError> {
+    pub async fn warm(&self) -> Result<Arc<Snapshot>, PageStoreError> {
         self.refresh(None).await
     }
 
@@ -246,31 +232,16 @@ impl Corpus {
     /// the caller read it moments ago, in its budget transaction; else read now),
     /// plus a reload only when it moved.
     ///
-    /// Errors: the database could not be read.
-    pub async fn current(&self, generation: Option<i64>) -> Result<Arc<Snapshot>, DbError> {
+    /// Errors: the page store could not be read.
+    pub async fn current(&self, generation: Option<i64>) -> Result<Arc<Snapshot>, PageStoreError> {
         self.fetches.inc();
         self.refresh(generation).await
     }
 
-    /// The corpus generation now: on the dedicated reader when it answers, else
-    /// through the pool.
-    async fn generation(&self) -> Result<i64, DbError> {
-        if let Some(conn) = &self.generation_conn {
-            let read = conn
-                .lock()
-                .map_err(|_| ())
-                .and_then(|c| pages::generation(&c).map_err(|_| ()));
-            if let Ok(generation) = read {
-                return Ok(generation);
-            }
-        }
-        db::with_conn(&self.pool, |c| pages::generation(c)).await
-    }
-
-    async fn refresh(&self, known: Option<i64>) -> Result<Arc<Snapshot>, DbError> {
+    async fn refresh(&self, known: Option<i64>) -> Result<Arc<Snapshot>, PageStoreError> {
         let generation = match known {
             Some(generation) => generation,
-            None => self.generation().await?,
+            None => self.store.generation().await?,
         };
         if let Some(s) = self.at_least(generation) {
             return Ok(s);
@@ -283,7 +254,7 @@ impl Corpus {
         let base = self.peek();
         let since = base.generation;
         let changed = if since >= 0 {
-            db::with_conn(&self.pool, move |c| pages::changes_since(c, since)).await?
+            self.store.changes_since(since).await?
         } else {
             None
         };
@@ -299,7 +270,9 @@ impl Corpus {
                 } else {
                     tokio::task::spawn_blocking(move || Arc::new(base.apply(generation, &changes)))
                         .await
-                        .map_err(|e| DbError::Pool(format!("applying corpus changes: {e}")))?
+                        .map_err(|e| {
+                            PageStoreError::Failed(format!("applying corpus changes: {e}"))
+                        })?
                 };
                 tracing::debug!(
                     generation,
@@ -311,23 +284,31 @@ impl Corpus {
             }
             None => {
                 let started = std::time::Instant::now();
-                let snapshot = db::with_conn(&self.pool, |c| {
-                    // On a thread of its own that ends with the build: the
-                    // allocator returns the build's scratch (about as large as
-                    // the snapshot) to the system when its thread exits, where
-                    // a pooled thread would keep it.
-                    std::thread::scope(|scope| {
-                        scope
-                            .spawn(|| {
-                                let mut builder = SnapshotBuilder::default();
-                                let generation = pages::each_candidate(c, |row| builder.push(row))?;
-                                Ok(Arc::new(builder.finish(generation)))
-                            })
-                            .join()
-                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                    })
+                // Built as the store reads the rows (on a blocking thread): the
+                // whole table is never held as `Candidate`s.
+                let builder = Arc::new(std::sync::Mutex::new(SnapshotBuilder::default()));
+                let sink = builder.clone();
+                let generation = self
+                    .store
+                    .each_candidate(Box::new(move |row| {
+                        sink.lock().expect("snapshot builder poisoned").push(row)
+                    }))
+                    .await?;
+                let builder = Arc::try_unwrap(builder)
+                    .map_err(|_| {
+                        PageStoreError::Failed("the snapshot builder is still held".into())
+                    })?
+                    .into_inner()
+                    .expect("snapshot builder poisoned");
+                // CPU work (the index's last steps): off the async worker, on a
+                // thread that ends with it, so its scratch goes back to the system.
+                let snapshot = tokio::task::spawn_blocking(move || {
+                    std::thread::spawn(move || Arc::new(builder.finish(generation)))
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
                 })
-                .await?;
+                .await
+                .map_err(|e| PageStoreError::Failed(format!("building the snapshot: {e}")))?;
                 tracing::info!(
                     generation = snapshot.generation,
                     candidates = snapshot.len(),

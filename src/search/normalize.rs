@@ -1,9 +1,15 @@
 //! The one text normalization shared by queries and titles (SPEC §5 "Normalization").
 //!
-//! `normalize(s)` is the *match copy*: Unicode NFKC, then full case folding (Unicode
-//! `CaseFolding.txt`, so `Straße` and `STRASSE` agree), then every char that is not a
-//! letter, number or combining mark becomes a space, runs of spaces collapse and the
-//! ends are trimmed. Lengths elsewhere count Unicode scalar values of this string.
+//! `normalize(s)` is the *match copy*: default-ignorable chars removed (variation
+//! selectors such as the emoji selector U+FE0F, zero-width spaces and joiners, soft
+//! hyphens, bidi controls: Unicode's `Default_Ignorable_Code_Point`, which renders as
+//! nothing), then Unicode NFKC, then full case folding (Unicode `CaseFolding.txt`, so
+//! `Straße` and `STRASSE` agree), then every char that is not a letter, number or
+//! combining mark becomes a space, runs of spaces collapse and the ends are trimmed.
+//! So an invisible char never makes or splits a word: `❤️❤️` has no words (it
+//! matches nothing: U+FE0F is a combining mark, which kept it as a word before),
+//! and `Kuber\u{200B}netes` is `kubernetes`. Lengths elsewhere count Unicode scalar
+//! values of this string.
 
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
@@ -36,11 +42,14 @@ fn normalize_ascii(s: &str) -> String {
 }
 
 fn normalize_unicode(s: &str) -> String {
-    let nfkc: String = s.nfkc().collect();
+    // Removed before NFKC too, so an invisible char between a letter and its
+    // combining mark does not block their composition (`e\u{FE0F}\u{301}` is `é`).
+    let visible: String = s.chars().filter(|&c| !is_default_ignorable(c)).collect();
+    let nfkc: String = visible.nfkc().collect();
     let folded = caseless::default_case_fold_str(&nfkc);
     let mut out = String::with_capacity(folded.len());
     let mut pending_space = false;
-    for c in folded.chars() {
+    for c in folded.chars().filter(|&c| !is_default_ignorable(c)) {
         if is_word_char(c) {
             if pending_space && !out.is_empty() {
                 out.push(' ');
@@ -52,6 +61,32 @@ fn normalize_unicode(s: &str) -> String {
         }
     }
     out
+}
+
+/// Unicode's `Default_Ignorable_Code_Point` (DerivedCoreProperties.txt, stable since
+/// Unicode 5.2 save unassigned code points reserved for it, which are included):
+/// chars a renderer shows as nothing unless it supports them specially.
+pub fn is_default_ignorable(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'..='\u{1160}'
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF0}'..='\u{FFF8}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}'
+    )
 }
 
 /// A letter, a number or a combining mark: the chars a match copy keeps.
@@ -111,5 +146,37 @@ mod tests {
         assert_eq!(normalize("हिन्दी"), "हिन्दी");
         // A decomposed accent survives NFKC as the composed letter.
         assert_eq!(normalize("e\u{301}"), "é");
+    }
+
+    #[test]
+    fn a_word_of_invisible_chars_or_variation_selectors_is_no_word() {
+        for nothing in [
+            "❤️❤️",
+            "⭐️⭐️",
+            "\u{FE0F}\u{FE0F}",
+            "\u{FE0E}\u{FE0F}\u{200D}",
+            "👨‍👩‍👧 👍🏽",
+            "\u{200B}\u{2060}\u{FEFF}\u{00AD}",
+            "\u{3164}\u{3164}",
+            "\u{E0067}\u{E0062}\u{E007F}",
+        ] {
+            assert_eq!(normalize(nothing), "", "{nothing:?}");
+        }
+        assert_eq!(normalize("⭐️ star chart"), "star chart");
+        assert_eq!(normalize("❤️ love notes"), "love notes");
+        assert_ne!(normalize("❤️❤️"), normalize("⭐️ star chart"));
+    }
+
+    #[test]
+    fn invisible_chars_inside_a_word_neither_split_nor_change_it() {
+        assert_eq!(normalize("Kuber\u{200B}netes"), "kubernetes");
+        assert_eq!(normalize("Kuber\u{00AD}netes"), "kubernetes");
+        assert_eq!(normalize("e\u{FE0F}\u{301}"), "é");
+        // Persian with and without its zero-width non-joiner match.
+        assert_eq!(normalize("می\u{200C}خواهم"), normalize("میخواهم"));
+        // Letters with a selector keep the letters; visible marks stay marks.
+        assert_eq!(normalize("a\u{FE0F}b"), "ab");
+        assert_eq!(normalize("\u{301}\u{301}"), "\u{301}\u{301}");
+        assert_eq!(normalize("नमस्ते"), "नमस्ते");
     }
 }

@@ -118,24 +118,15 @@ impl SearchQuery {
     }
 }
 
-/// A `page` value: empty is page 1 (a form may send it so); otherwise ASCII digits
-/// only (after decoding), at least 1. A number too large for `usize` is past any
-/// last page, so it saturates rather than being refused.
+/// A `page` value, still encoded: decoded, then [`crate::domain::parse_whole_number`],
+/// the one rule every paged route shares (empty is page 1). A number too large for
+/// `usize` is past any last page, so it saturates rather than being refused.
 fn parse_page(encoded: &str) -> Option<usize> {
     let raw = decode(encoded)?;
-    if raw.is_empty() {
-        return Some(1);
+    match crate::domain::parse_whole_number(Some(&raw)).ok()? {
+        None => Some(1),
+        Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
     }
-    if !raw.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n = raw
-        .bytes()
-        .try_fold(0usize, |n, b| {
-            n.checked_mul(10)?.checked_add(usize::from(b - b'0'))
-        })
-        .unwrap_or(usize::MAX);
-    (n >= 1).then_some(n)
 }
 
 /// Decodes one `application/x-www-form-urlencoded` component: `+` is a space, `%XX`

@@ -43,7 +43,7 @@ Content-Length: 50\r\n\r\n{\"bo",
         assert_eq!(r.header("connection"), Some("close"), "{}", r.head);
     }
     assert_eq!(app.stored_count(), 9, "nothing was written");
-    assert_eq!(app.state.bodies.open(), 0);
+    assert_eq!(app.state.api.bodies.open(), 0);
 }
 
 #[actix_web::test]
@@ -55,7 +55,7 @@ async fn bodies_beyond_the_cap_are_answered_503_at_once_naming_it() {
     .await;
     let first = app.raw_connect(STALLED_POST).await;
     let second = app.raw_connect(STALLED_POST).await;
-    app.wait_until(|| app.state.bodies.open() == 2).await;
+    app.wait_until(|| app.state.api.bodies.open() == 2).await;
 
     let r = app.create(json!({"title": "One too many"})).await;
     let p = r.problem(503, "too-many-open-bodies");
@@ -65,7 +65,7 @@ async fn bodies_beyond_the_cap_are_answered_503_at_once_naming_it() {
     // A client that hangs up gives its slot back.
     drop(first);
     drop(second);
-    app.wait_until(|| app.state.bodies.open() == 0).await;
+    app.wait_until(|| app.state.api.bodies.open() == 0).await;
     let r = app.create(json!({"title": "Room again"})).await;
     assert_eq!(r.status, 201, "{}", r.text);
 }

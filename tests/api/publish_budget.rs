@@ -8,13 +8,13 @@ use crate::helpers::{AGENT, PIN};
 
 /// (minute, hour) publish counters of `client` in SQLite (0 without a row).
 fn publish_counters(app: &crate::common::TestApp, client: &str) -> (i64, i64) {
-    let keys =
-        app.state
-            .budgets
-            .publish
-            .keys(&agent_pages::search::client_ip::ClientIp::from_addr(
-                client.parse().unwrap(),
-            ));
+    let keys = app
+        .state
+        .budgets
+        .publish
+        .keys(&agent_pages::client_ip::ClientIp::from_addr(
+            client.parse().unwrap(),
+        ));
     let conn = app.conn();
     let read = |k: &str| -> i64 {
         rusqlite::OptionalExtension::optional(conn.query_row(

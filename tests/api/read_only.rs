@@ -7,6 +7,7 @@
 //! the state such an episode leaves behind: every pooled connection opened with
 //! `SQLITE_OPEN_READ_ONLY` on a file that is writable again.
 
+use agent_pages::page_store::sqlite::SqlitePages;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::json;
 
@@ -14,7 +15,13 @@ use crate::common::spawn_app_with;
 use crate::helpers::{TestApp, AGENT, PIN};
 
 async fn make_every_pooled_connection_read_only(app: &TestApp) {
-    let pool = &app.state.pool;
+    let pool = app
+        .state
+        .pages
+        .store
+        .backend::<SqlitePages>()
+        .expect("the pages are in SQLite")
+        .pool();
     let mut held = Vec::new();
     for _ in 0..pool.status().max_size {
         held.push(pool.get().await.unwrap());

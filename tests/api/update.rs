@@ -160,7 +160,7 @@ async fn a_pin_header_that_is_not_utf8_is_a_validation_problem_and_not_counted()
         .state
         .budgets
         .pin_failures
-        .keys(&agent_pages::search::client_ip::ClientIp::from_addr(
+        .keys(&agent_pages::client_ip::ClientIp::from_addr(
             AGENT.parse().unwrap(),
         ))
         .0

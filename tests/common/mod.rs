@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use actix_web::web;
 use agent_pages::budget::redis::{key_name, RedisSettings};
+use agent_pages::client_ip::ClientIp;
 use agent_pages::clock::ManualClock;
 use agent_pages::configuration::Settings;
-use agent_pages::search::client_ip::ClientIp;
 use agent_pages::startup::Application;
 use agent_pages::state::AppState;
 use rusqlite::{Connection, OptionalExtension};
@@ -264,10 +264,11 @@ impl TestApp {
     }
 
     /// The Cache actor's counts: LRU entries, keys being scored, waiters on them.
-    pub async fn cache_stats(&self) -> agent_pages::actors::cache::CacheStats {
+    pub async fn cache_stats(&self) -> agent_pages::search::cache::CacheStats {
         self.state
+            .search
             .cache
-            .send(agent_pages::actors::cache::Stats)
+            .send(agent_pages::search::cache::Stats)
             .await
             .unwrap()
     }
@@ -456,7 +457,8 @@ impl TestApp {
     /// Waits until no scorer slot is held (a slot is released just after its
     /// scoring returns, on the scorer thread).
     pub async fn wait_slots_free(&self) {
-        self.wait_until(|| self.state.scorers.busy() == 0).await;
+        self.wait_until(|| self.state.search.scorers.busy() == 0)
+            .await;
     }
 
     /// Polls the async `condition` until it holds; fails the test after 30 s.
@@ -504,17 +506,17 @@ impl TestApp {
         query: &str,
         live: usize,
     ) -> Vec<actix_web::rt::task::JoinHandle<(u16, String, String)>> {
-        let max = self.state.search_settings.max_in_flight;
+        let max = self.state.search.settings.max_in_flight;
         let mut probes = Vec::new();
         for k in 1..=100 {
-            let held = max - self.state.admission.available_permits();
+            let held = max - self.state.search.admission.available_permits();
             let client = format!("198.18.0.{k}");
             probes.push(self.spawn_search_full(query, &client));
             // The probe spent its budget (so it holds an admission permit) and gave the
             // permit back (so the Cache actor has handled its join).
             self.wait_until_async(|| async {
                 self.counters(&client) == (1, 1)
-                    && max - self.state.admission.available_permits() == held
+                    && max - self.state.search.admission.available_permits() == held
             })
             .await;
             if self.cache_stats().await.waiters == live + k {
@@ -530,9 +532,10 @@ impl TestApp {
     /// Waits until no search holds an admission permit (`agent_pages_search_in_flight`
     /// back to 0) and no scorer slot is taken.
     pub async fn wait_idle(&self) {
-        let max = self.state.search_settings.max_in_flight;
+        let max = self.state.search.settings.max_in_flight;
         self.wait_until(|| {
-            self.state.admission.available_permits() == max && self.state.scorers.busy() == 0
+            self.state.search.admission.available_permits() == max
+                && self.state.search.scorers.busy() == 0
         })
         .await;
     }
@@ -579,7 +582,7 @@ impl Drop for TestApp {
         // Drop pooled connections while the runtime still runs: deadpool hands each
         // one to `spawn_blocking` on drop, which panics once the runtime shuts down
         // (and the server task is only dropped then).
-        self.state.pool.close();
+        self.state.pages.store.close();
     }
 }
 

@@ -175,7 +175,7 @@ async fn a_full_cache_evicts_the_least_recently_used_entry_counting_hits_as_uses
 
 #[actix_web::test]
 async fn hits_past_the_touch_log_bound_keep_the_lru_order_exact() {
-    use agent_pages::actors::cache_view::TOUCH_LOG_FLUSH;
+    use agent_pages::search::cache::view::TOUCH_LOG_FLUSH;
     let app = crate::helpers::spawn_app_with(|s| {
         s.search.cache_entries = 2;
         s.search_budget.set_limit("minute", 1_000_000);

@@ -189,8 +189,8 @@ async fn requests_reset_at_every_point_of_their_handler_leave_no_key_in_flight()
     app.wait_until_async(|| async {
         let stats = app.cache_stats().await;
         stats.flights == 0
-            && app.state.admission.available_permits() == 8
-            && app.state.scorers.busy() == 0
+            && app.state.search.admission.available_permits() == 8
+            && app.state.search.scorers.busy() == 0
     })
     .await;
     // And every one of those keys answers the next identical search with a 200,
@@ -218,7 +218,7 @@ async fn requests_reset_at_every_point_of_their_handler_leave_no_key_in_flight()
                 && busy_answers < 20
             {
                 busy_answers += 1;
-                app.wait_until_async(|| async { app.state.scorers.busy() == 0 })
+                app.wait_until_async(|| async { app.state.search.scorers.busy() == 0 })
                     .await;
                 continue;
             }
@@ -230,17 +230,24 @@ async fn requests_reset_at_every_point_of_their_handler_leave_no_key_in_flight()
 
 #[actix_web::test]
 async fn a_lookup_whose_caller_is_gone_before_or_after_the_decision_leaves_no_flight() {
-    use agent_pages::actors::cache::{CacheKey, Lookup};
+    use agent_pages::search::cache::{CacheKey, Lookup};
     let app = one_slot().await;
-    let snapshot = app.state.corpus.peek();
+    let snapshot = app.state.search.corpus.peek();
     let key = |q: &str| CacheKey {
         match_copy: q.to_owned(),
         fingerprint: snapshot.fingerprint,
     };
-    let permit = || app.state.admission.clone().try_acquire_owned().unwrap();
+    let permit = || {
+        app.state
+            .search
+            .admission
+            .clone()
+            .try_acquire_owned()
+            .unwrap()
+    };
 
     // Dropped before the actor handled it: nothing is recorded, or the scoring runs.
-    drop(app.state.cache.send(Lookup {
+    drop(app.state.search.cache.send(Lookup {
         key: key("block dropped before"),
         snapshot: snapshot.clone(),
         admission: permit(),
@@ -248,6 +255,7 @@ async fn a_lookup_whose_caller_is_gone_before_or_after_the_decision_leaves_no_fl
     // Dropped after the decision: the receiver is gone, the flight goes on.
     let answer = app
         .state
+        .search
         .cache
         .send(Lookup {
             key: key("block dropped after"),
@@ -276,7 +284,7 @@ async fn a_lookup_whose_caller_is_gone_before_or_after_the_decision_leaves_no_fl
         .unwrap();
     assert_eq!(status, 200);
     assert_eq!(
-        app.state.admission.available_permits(),
-        app.state.search_settings.max_in_flight
+        app.state.search.admission.available_permits(),
+        app.state.search.settings.max_in_flight
     );
 }

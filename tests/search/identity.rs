@@ -1,5 +1,5 @@
 //! Gate 2 through HTTP: whose budget a request spends. (The full X-Forwarded-For
-//! table is the unit test in `search::client_ip`.)
+//! table is the unit test in `client_ip`.)
 
 use crate::helpers::{spawn_app, spawn_app_with};
 

@@ -5,6 +5,7 @@ mod admission;
 mod budget;
 mod cache;
 mod coalescing;
+mod consistency;
 #[path = "../common/mod.rs"]
 mod helpers;
 mod highlight;
@@ -13,5 +14,6 @@ mod matrix;
 mod pages;
 mod paging;
 mod privacy;
+mod rendering;
 mod slots;
 mod validation;

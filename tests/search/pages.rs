@@ -89,11 +89,11 @@ async fn a_page_renders_its_body_as_sanitized_markdown_and_raw_is_exact() {
 #[actix_web::test]
 async fn a_page_is_rendered_once_per_version() {
     let app = spawn_app().await;
-    assert!(app.state.markdown.is_empty());
+    assert!(app.state.pages.markdown.is_empty());
     for _ in 0..3 {
         assert_eq!(app.get("/p/vim").await.status(), 200);
     }
-    assert_eq!(app.state.markdown.len(), 1);
+    assert_eq!(app.state.pages.markdown.len(), 1);
     // A new version is rendered afresh, not served stale.
     app.conn()
         .execute(
@@ -103,7 +103,7 @@ async fn a_page_is_rendered_once_per_version() {
         .unwrap();
     let body = app.get("/p/vim").await.text().await.unwrap();
     assert!(body.contains("<h2>Fresh</h2>"), "{body}");
-    assert_eq!(app.state.markdown.len(), 2);
+    assert_eq!(app.state.pages.markdown.len(), 2);
 }
 
 #[actix_web::test]

@@ -33,13 +33,13 @@ async fn a_client_that_disconnects_mid_scoring_does_not_leak_its_slot() {
     let app = spawn_app_with(|s| s.search.concurrency = 1).await;
     let stream = app.raw_search("block+gone", "198.51.100.9");
     app.faults.wait_blocked(1).await;
-    assert_eq!(app.state.scorers.busy(), 1);
+    assert_eq!(app.state.search.scorers.busy(), 1);
     reset(stream);
     // The server dropped the handler while the scoring it started still held the slot.
     let probes = app
         .probe_until_hung_up_handlers_dropped("block gone", 0)
         .await;
-    assert_eq!(app.state.scorers.busy(), 1);
+    assert_eq!(app.state.search.scorers.busy(), 1);
     app.faults.open();
     for h in probes {
         assert_eq!(h.await.unwrap().0, 200);

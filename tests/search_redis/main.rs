@@ -9,9 +9,14 @@ mod admission;
 mod budget;
 #[path = "../common/mod.rs"]
 mod common;
+mod forwarder;
 #[path = "../search/matrix.rs"]
 mod matrix;
 mod outage;
+mod pins;
+mod recovery;
+mod recovery_times;
+mod skew;
 
 /// What the included tests call `crate::helpers`: the shared helpers, with the two
 /// spawn functions putting the budget in Redis.
@@ -33,7 +38,7 @@ mod helpers {
     #[actix_web::test]
     async fn the_budget_counters_really_are_in_redis_and_not_in_sqlite() {
         let app = spawn_app().await;
-        assert_eq!(app.state.budget_store.kind(), "redis");
+        assert_eq!(app.state.budgets.store.kind(), "redis");
         assert_eq!(app.search("golang", "192.0.2.77").await.status(), 200);
         assert_eq!(app.counters("192.0.2.77"), (1, 1));
         let rows: i64 = app

@@ -1,6 +1,8 @@
 //! The Redis store going away under a running app, in process: what a search, the
 //! metrics and the readiness probe say, and that the app needs no restart.
 
+use agent_pages::clock::Clock as _;
+
 use crate::helpers::{header, spawn_app};
 
 #[actix_web::test]
@@ -8,7 +10,13 @@ async fn with_redis_stopped_searches_are_503_budget_unavailable_and_counted_then
     let mut app = spawn_app().await;
     let client = "192.0.2.150";
     assert_eq!(app.search("kubernetes", client).await.status(), 200);
-    assert!(app.state.budget_store.ping().await.is_ok());
+    assert!(app
+        .state
+        .budgets
+        .store
+        .check_ready(app.clock.now())
+        .await
+        .is_ok());
 
     app.redis.as_mut().unwrap().stop();
     for _ in 0..3 {
@@ -32,14 +40,29 @@ async fn with_redis_stopped_searches_are_503_budget_unavailable_and_counted_then
         "the form is kept"
     );
     assert_eq!(app.outcome_count("503-budget").await, 4);
-    assert!(app.state.budget_store.ping().await.is_err(), "not ready");
+    assert!(
+        app.state
+            .budgets
+            .store
+            .check_ready(app.clock.now())
+            .await
+            .is_err(),
+        "not ready"
+    );
     // Nothing was admitted without a budget: no candidate fetch, no scoring.
     let (fetches, (slots, _)) = app.work().await;
     assert_eq!((fetches, slots), (1, 1));
 
     app.redis.as_mut().unwrap().start_again();
-    app.wait_until_async(|| async { app.state.budget_store.ping().await.is_ok() })
-        .await;
+    app.wait_until_async(|| async {
+        app.state
+            .budgets
+            .store
+            .check_ready(app.clock.now())
+            .await
+            .is_ok()
+    })
+    .await;
     assert_eq!(app.search("kubernetes", client).await.status(), 200);
     // A fresh (empty) Redis: the windows started again.
     assert_eq!(app.counters(client), (1, 1));

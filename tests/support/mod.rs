@@ -135,6 +135,27 @@ impl ChildGuard {
         }
     }
 
+    /// Like [`ChildGuard::wait_for_line`], but the program exiting first is an
+    /// `Err` with its output (the caller may try again), not a failed test.
+    pub fn wait_for_line_or_exit(&mut self, needle: &str) -> Result<String, String> {
+        let deadline = Instant::now() + READY_DEADLINE;
+        loop {
+            let text = std::fs::read_to_string(&self.logs[0]).unwrap_or_default();
+            if let Some(line) = text.lines().find(|l| l.contains(needle)) {
+                return Ok(line.to_owned());
+            }
+            if self.child.try_wait().expect("polling the child").is_some() {
+                return Err(self.output());
+            }
+            if Instant::now() > deadline {
+                let name = self.name.clone();
+                let output = self.stop_and_collect_output();
+                panic!("{name} did not print {needle:?} within {READY_DEADLINE:?}\n{output}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// How many lines of the program's output so far contain `needle`.
     pub fn count_lines(&self, needle: &str) -> usize {
         std::fs::read_to_string(&self.logs[0])
@@ -190,6 +211,10 @@ pub struct RedisServer {
     dir: tempfile::TempDir,
     starts: usize,
     tls: Option<TlsFiles>,
+    /// More `redis-server` arguments, given on every start (`--requirepass x`).
+    extra_args: Vec<String>,
+    /// The password [`RedisServer::connection`] authenticates with, if any.
+    password: Option<String>,
 }
 
 /// PEM files of a test certificate authority and a server certificate it signed for
@@ -281,12 +306,20 @@ impl TlsFiles {
 impl RedisServer {
     /// Starts one and waits until it accepts connections.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// [`RedisServer::start`] with more `redis-server` arguments (kept for
+    /// [`RedisServer::start_again`]), e.g. `["--requirepass", "old"]`.
+    pub fn start_with(args: &[&str]) -> Self {
         let mut server = RedisServer {
             port: free_port(),
             process: None,
             dir: tempfile::tempdir().unwrap(),
             starts: 0,
             tls: None,
+            extra_args: args.iter().map(|a| a.to_string()).collect(),
+            password: None,
         };
         server.start_again();
         server
@@ -303,6 +336,8 @@ impl RedisServer {
             dir,
             starts: 0,
             tls: Some(tls),
+            extra_args: Vec::new(),
+            password: None,
         };
         server.start_again();
         server
@@ -339,6 +374,35 @@ impl RedisServer {
     /// connections.
     pub fn start_again(&mut self) {
         assert!(self.process.is_none(), "redis-server is already running");
+        // A first start may find its port taken since `free_port` saw it free (by
+        // another test's server or an outgoing connection): then it takes another.
+        // A restart keeps its port, as the tests of a restart need.
+        for attempt in 1.. {
+            self.starts += 1;
+            let name = format!("redis-server-{}", self.starts);
+            let mut process = ChildGuard::spawn(&name, self.command(), self.dir.path());
+            // Its own log line, not a connection to the port: another server on the
+            // same port would accept that connection too.
+            match process.wait_for_line_or_exit("Ready to accept connections") {
+                Ok(_) => {
+                    process.wait_for_port(self.port);
+                    self.process = Some(process);
+                    return;
+                }
+                Err(output)
+                    if output.contains("Address already in use")
+                        && self.starts == attempt
+                        && attempt < 5 =>
+                {
+                    self.port = free_port();
+                }
+                Err(output) => panic!("{name} did not start\n{output}"),
+            }
+        }
+    }
+
+    /// The `redis-server` command line for the current port and settings.
+    fn command(&self) -> Command {
         let binary = require_program("redis-server", "REDIS_SERVER", "redis-server");
         let mut command = Command::new(binary);
         match &self.tls {
@@ -363,20 +427,53 @@ impl RedisServer {
             .args(["--appendonly", "no"])
             .args(["--daemonize", "no"])
             .arg("--dir")
-            .arg(self.dir.path());
-        self.starts += 1;
-        let name = format!("redis-server-{}", self.starts);
-        let mut process = ChildGuard::spawn(&name, command, self.dir.path());
-        process.wait_for_port(self.port);
-        self.process = Some(process);
+            .arg(self.dir.path())
+            .args(&self.extra_args);
+        command
+    }
+
+    /// The loopback address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// Makes [`RedisServer::connection`] (and what uses it) authenticate with
+    /// `password` from now on.
+    pub fn use_password(&mut self, password: &str) {
+        self.password = Some(password.to_owned());
     }
 
     /// A plain connection, for reading what the service stored (not for a TLS
     /// server).
     pub fn connection(&self) -> redis::Connection {
-        redis::Client::open(self.url())
+        let url = match &self.password {
+            Some(p) => self.url_with_password(p),
+            None => self.url(),
+        };
+        redis::Client::open(url)
             .and_then(|c| c.get_connection())
             .expect("connecting to the test redis-server")
+    }
+
+    /// `redis://:PASSWORD@127.0.0.1:PORT/0`.
+    pub fn url_with_password(&self, password: &str) -> String {
+        format!("redis://:{password}@127.0.0.1:{}/0", self.port)
+    }
+
+    /// Runs one command as an administrator would (`CONFIG SET …`, `REPLICAOF …`),
+    /// authenticated with `password` when given; panics on an error answer.
+    pub fn admin(&self, password: Option<&str>, args: &[&str]) {
+        let url = password.map_or_else(|| self.url(), |p| self.url_with_password(p));
+        let mut connection = redis::Client::open(url)
+            .and_then(|c| c.get_connection())
+            .expect("connecting to the test redis-server");
+        let mut command = redis::cmd(args[0]);
+        for arg in &args[1..] {
+            command.arg(*arg);
+        }
+        command
+            .query::<redis::Value>(&mut connection)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
     }
 
     /// `GET key` (`None` when the key does not exist).

@@ -4,9 +4,6 @@
 //! refusal is a problem document and an oversized body is refused from its
 //! `Content-Length` before a byte of it is read.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use actix_web::http::header;
 use actix_web::{web, HttpRequest};
 use futures_util::StreamExt as _;
@@ -14,37 +11,11 @@ use serde::de::DeserializeOwned;
 use serde_json::error::Category;
 
 use super::error::ApiError;
+use crate::request_limits::BodyGate;
 
 /// Largest request body, in bytes (300 KiB): a 256 KiB page body plus JSON escaping
 /// and the other fields.
 pub const BODY_LIMIT: usize = 300 * 1024;
-
-/// The bounds on reading bodies: how long one may take to arrive, and how many are
-/// read at once. actix-web has no body-read timeout of its own, so without these a
-/// client that sends `Content-Length: 1000` and one byte holds a socket (and a
-/// file descriptor) for good.
-#[derive(Debug, Clone)]
-pub struct BodyGate {
-    deadline: Duration,
-    cap: usize,
-    slots: Arc<tokio::sync::Semaphore>,
-}
-
-impl BodyGate {
-    /// A gate with `limits.body_timeout` and `limits.max_open_bodies` slots.
-    pub fn new(limits: crate::configuration::RequestLimits) -> Self {
-        Self {
-            deadline: limits.body_timeout,
-            cap: limits.max_open_bodies,
-            slots: Arc::new(tokio::sync::Semaphore::new(limits.max_open_bodies)),
-        }
-    }
-
-    /// Bodies being read right now.
-    pub fn open(&self) -> usize {
-        self.cap - self.slots.available_permits()
-    }
-}
 
 /// Reads the body of `req` and parses it as `T`.
 ///
@@ -87,7 +58,7 @@ fn check_media_type(req: &HttpRequest) -> Result<(), ApiError> {
     }
 }
 
-async fn read_capped(
+pub(crate) async fn read_capped(
     gate: &BodyGate,
     req: &HttpRequest,
     mut payload: web::Payload,
@@ -102,10 +73,8 @@ async fn read_capped(
         return Err(ApiError::PayloadTooLarge { limit });
     }
     let _slot = gate
-        .slots
-        .clone()
-        .try_acquire_owned()
-        .map_err(|_| ApiError::TooManyOpenBodies { cap: gate.cap })?;
+        .try_slot()
+        .map_err(|_| ApiError::TooManyOpenBodies { cap: gate.cap() })?;
     let read = async {
         let mut body = Vec::with_capacity(declared.unwrap_or(0) as usize);
         while let Some(chunk) = payload.next().await {
@@ -120,10 +89,10 @@ async fn read_capped(
         }
         Ok(body)
     };
-    tokio::time::timeout(gate.deadline, read)
+    tokio::time::timeout(gate.deadline(), read)
         .await
         .unwrap_or(Err(ApiError::BodyTimeout {
-            seconds: gate.deadline.as_secs(),
+            seconds: gate.deadline().as_secs(),
         }))
 }
 

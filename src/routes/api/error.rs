@@ -6,8 +6,8 @@
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 
-use crate::db::DbError;
 use crate::domain::PageFieldError;
+use crate::page_store::PageStoreError;
 use crate::pin::PinError;
 
 /// Why an API request failed. `Display` is the `detail` sent to the client, so it
@@ -58,6 +58,12 @@ pub enum ApiError {
     /// This client had too many wrong PINs this hour; `retry_after` is in seconds.
     #[error("too many wrong PINs from this client: try again in {retry_after} seconds")]
     TooManyPinFailures { retry_after: i64 },
+    /// This page took too many wrong PINs this hour, from all clients together: no
+    /// PIN is checked for it (the right one neither) for `retry_after` seconds.
+    #[error(
+        "too many wrong PINs for this page: no PIN is checked for it for {retry_after} seconds"
+    )]
+    PageTooManyPinFailures { retry_after: i64 },
     /// This client's publish budget has a full window (`window`); `retry_after` is in
     /// seconds; `policy` and `state` are the `RateLimit-Policy` and `RateLimit` values.
     #[error(
@@ -106,111 +112,153 @@ const fn kind(status: StatusCode, problem_type: &'static str, title: &'static st
     }
 }
 
-/// Every kind the API answers with, in the order the docs list them.
+/// [`ApiError::Validation`].
+pub const VALIDATION: Kind = kind(
+    StatusCode::BAD_REQUEST,
+    "/problems/validation",
+    "Invalid field",
+);
+/// [`ApiError::MalformedJson`].
+pub const MALFORMED_JSON: Kind = kind(
+    StatusCode::BAD_REQUEST,
+    "/problems/malformed-json",
+    "Malformed JSON",
+);
+/// [`ApiError::UnsupportedMediaType`].
+pub const UNSUPPORTED_MEDIA_TYPE: Kind = kind(
+    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+    "/problems/unsupported-media-type",
+    "Unsupported media type",
+);
+/// [`ApiError::PayloadTooLarge`].
+pub const PAYLOAD_TOO_LARGE: Kind = kind(
+    StatusCode::PAYLOAD_TOO_LARGE,
+    "/problems/payload-too-large",
+    "Payload too large",
+);
+/// [`ApiError::NotFound`].
+pub const NOT_FOUND: Kind = kind(StatusCode::NOT_FOUND, "/problems/not-found", "Not found");
+/// [`ApiError::MethodNotAllowed`].
+pub const METHOD_NOT_ALLOWED: Kind = kind(
+    StatusCode::METHOD_NOT_ALLOWED,
+    "/problems/method-not-allowed",
+    "Method not allowed",
+);
+/// [`ApiError::Conflict`].
+pub const CONFLICT: Kind = kind(StatusCode::CONFLICT, "/problems/conflict", "Slug taken");
+/// [`ApiError::PinRequired`].
+pub const PIN_REQUIRED: Kind = kind(
+    StatusCode::FORBIDDEN,
+    "/problems/pin-required",
+    "PIN required",
+);
+/// [`ApiError::WrongPin`].
+pub const WRONG_PIN: Kind = kind(StatusCode::FORBIDDEN, "/problems/wrong-pin", "Wrong PIN");
+/// [`ApiError::PageLocked`].
+pub const PAGE_LOCKED: Kind = kind(
+    StatusCode::FORBIDDEN,
+    "/problems/page-locked",
+    "Page has no PIN",
+);
+/// [`ApiError::TooManyPinFailures`] (the client's bound) and
+/// [`ApiError::PageTooManyPinFailures`] (the page's).
+pub const TOO_MANY_PIN_FAILURES: Kind = kind(
+    StatusCode::TOO_MANY_REQUESTS,
+    "/problems/too-many-pin-failures",
+    "Too many wrong PINs",
+);
+/// [`ApiError::PublishRateLimited`].
+pub const PUBLISH_RATE_LIMITED: Kind = kind(
+    StatusCode::TOO_MANY_REQUESTS,
+    "/problems/publish-rate-limited",
+    "Too many page writes",
+);
+/// [`ApiError::BudgetUnavailable`].
+pub const BUDGET_UNAVAILABLE: Kind = kind(
+    StatusCode::SERVICE_UNAVAILABLE,
+    "/problems/budget-unavailable",
+    "Budget unavailable",
+);
+/// [`ApiError::Internal`].
+pub const INTERNAL: Kind = kind(
+    StatusCode::INTERNAL_SERVER_ERROR,
+    "/problems/internal",
+    "Internal error",
+);
+/// [`ApiError::BodyTimeout`].
+pub const REQUEST_TIMEOUT: Kind = kind(
+    StatusCode::REQUEST_TIMEOUT,
+    "/problems/request-timeout",
+    "Request body too slow",
+);
+/// [`ApiError::TooManyOpenBodies`].
+pub const TOO_MANY_OPEN_BODIES: Kind = kind(
+    StatusCode::SERVICE_UNAVAILABLE,
+    "/problems/too-many-open-bodies",
+    "Too many request bodies at once",
+);
+/// [`ApiError::DatabaseBusy`].
+pub const DATABASE_BUSY: Kind = kind(
+    StatusCode::SERVICE_UNAVAILABLE,
+    "/problems/database-busy",
+    "Database busy",
+);
+/// [`ApiError::StorageUnavailable`].
+pub const STORAGE_UNAVAILABLE: Kind = kind(
+    StatusCode::SERVICE_UNAVAILABLE,
+    "/problems/storage-unavailable",
+    "Storage unavailable",
+);
+
+/// Every kind the API answers with, in the order the docs list them. A new kind
+/// is named above, chosen in [`ApiError::kind`] and listed here.
 pub const KINDS: [Kind; 18] = [
-    kind(
-        StatusCode::BAD_REQUEST,
-        "/problems/validation",
-        "Invalid field",
-    ),
-    kind(
-        StatusCode::BAD_REQUEST,
-        "/problems/malformed-json",
-        "Malformed JSON",
-    ),
-    kind(
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "/problems/unsupported-media-type",
-        "Unsupported media type",
-    ),
-    kind(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "/problems/payload-too-large",
-        "Payload too large",
-    ),
-    kind(StatusCode::NOT_FOUND, "/problems/not-found", "Not found"),
-    kind(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "/problems/method-not-allowed",
-        "Method not allowed",
-    ),
-    kind(StatusCode::CONFLICT, "/problems/conflict", "Slug taken"),
-    kind(
-        StatusCode::FORBIDDEN,
-        "/problems/pin-required",
-        "PIN required",
-    ),
-    kind(StatusCode::FORBIDDEN, "/problems/wrong-pin", "Wrong PIN"),
-    kind(
-        StatusCode::FORBIDDEN,
-        "/problems/page-locked",
-        "Page has no PIN",
-    ),
-    kind(
-        StatusCode::TOO_MANY_REQUESTS,
-        "/problems/too-many-pin-failures",
-        "Too many wrong PINs",
-    ),
-    kind(
-        StatusCode::TOO_MANY_REQUESTS,
-        "/problems/publish-rate-limited",
-        "Too many page writes",
-    ),
-    kind(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "/problems/budget-unavailable",
-        "Budget unavailable",
-    ),
-    kind(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "/problems/internal",
-        "Internal error",
-    ),
-    kind(
-        StatusCode::REQUEST_TIMEOUT,
-        "/problems/request-timeout",
-        "Request body too slow",
-    ),
-    kind(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "/problems/too-many-open-bodies",
-        "Too many request bodies at once",
-    ),
-    kind(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "/problems/database-busy",
-        "Database busy",
-    ),
-    kind(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "/problems/storage-unavailable",
-        "Storage unavailable",
-    ),
+    VALIDATION,
+    MALFORMED_JSON,
+    UNSUPPORTED_MEDIA_TYPE,
+    PAYLOAD_TOO_LARGE,
+    NOT_FOUND,
+    METHOD_NOT_ALLOWED,
+    CONFLICT,
+    PIN_REQUIRED,
+    WRONG_PIN,
+    PAGE_LOCKED,
+    TOO_MANY_PIN_FAILURES,
+    PUBLISH_RATE_LIMITED,
+    BUDGET_UNAVAILABLE,
+    INTERNAL,
+    REQUEST_TIMEOUT,
+    TOO_MANY_OPEN_BODIES,
+    DATABASE_BUSY,
+    STORAGE_UNAVAILABLE,
 ];
 
 impl ApiError {
-    /// Status, `type` and `title` of this error: the one place they are decided.
+    /// Status, `type` and `title` of this error, by the kind's name: the one place
+    /// they are decided.
     pub fn kind(&self) -> Kind {
-        KINDS[match self {
-            ApiError::Validation { .. } => 0,
-            ApiError::MalformedJson { .. } => 1,
-            ApiError::UnsupportedMediaType => 2,
-            ApiError::PayloadTooLarge { .. } => 3,
-            ApiError::NotFound(_) => 4,
-            ApiError::MethodNotAllowed { .. } => 5,
-            ApiError::Conflict(_) => 6,
-            ApiError::PinRequired => 7,
-            ApiError::WrongPin => 8,
-            ApiError::PageLocked => 9,
-            ApiError::TooManyPinFailures { .. } => 10,
-            ApiError::PublishRateLimited { .. } => 11,
-            ApiError::BudgetUnavailable => 12,
-            ApiError::Internal(_) => 13,
-            ApiError::BodyTimeout { .. } => 14,
-            ApiError::TooManyOpenBodies { .. } => 15,
-            ApiError::DatabaseBusy => 16,
-            ApiError::StorageUnavailable => 17,
-        }]
+        match self {
+            ApiError::Validation { .. } => VALIDATION,
+            ApiError::MalformedJson { .. } => MALFORMED_JSON,
+            ApiError::UnsupportedMediaType => UNSUPPORTED_MEDIA_TYPE,
+            ApiError::PayloadTooLarge { .. } => PAYLOAD_TOO_LARGE,
+            ApiError::NotFound(_) => NOT_FOUND,
+            ApiError::MethodNotAllowed { .. } => METHOD_NOT_ALLOWED,
+            ApiError::Conflict(_) => CONFLICT,
+            ApiError::PinRequired => PIN_REQUIRED,
+            ApiError::WrongPin => WRONG_PIN,
+            ApiError::PageLocked => PAGE_LOCKED,
+            ApiError::TooManyPinFailures { .. } | ApiError::PageTooManyPinFailures { .. } => {
+                TOO_MANY_PIN_FAILURES
+            }
+            ApiError::PublishRateLimited { .. } => PUBLISH_RATE_LIMITED,
+            ApiError::BudgetUnavailable => BUDGET_UNAVAILABLE,
+            ApiError::Internal(_) => INTERNAL,
+            ApiError::BodyTimeout { .. } => REQUEST_TIMEOUT,
+            ApiError::TooManyOpenBodies { .. } => TOO_MANY_OPEN_BODIES,
+            ApiError::DatabaseBusy => DATABASE_BUSY,
+            ApiError::StorageUnavailable => STORAGE_UNAVAILABLE,
+        }
     }
 
     /// A validation error on `field`, with `detail` naming it.
@@ -224,6 +272,30 @@ impl ApiError {
     /// The not-found answer for a page slug.
     pub fn no_page(slug: &str) -> Self {
         ApiError::NotFound(format!("no page has the slug `{slug}`"))
+    }
+
+    /// The problem document of this error (what the API sends, and what an MCP tool
+    /// error carries); the cause of an internal error is logged here, never put in it.
+    pub fn problem(&self) -> Problem {
+        if let ApiError::Internal(cause) = self {
+            tracing::error!(error = format!("{cause:#}"), "api request failed");
+        }
+        let kind = self.kind();
+        let retry_after = match self {
+            ApiError::TooManyPinFailures { retry_after }
+            | ApiError::PageTooManyPinFailures { retry_after }
+            | ApiError::PublishRateLimited { retry_after, .. } => Some((*retry_after).max(1)),
+            ApiError::BudgetUnavailable
+            | ApiError::TooManyOpenBodies { .. }
+            | ApiError::DatabaseBusy => Some(1),
+            ApiError::StorageUnavailable => Some(STORAGE_RETRY_AFTER),
+            _ => None,
+        };
+        Problem {
+            field: self.field().map(str::to_owned),
+            retry_after,
+            ..Problem::new(kind.status, kind.problem_type, kind.title, self.to_string())
+        }
     }
 
     fn field(&self) -> Option<&str> {
@@ -250,19 +322,21 @@ impl From<PinError> for ApiError {
     }
 }
 
-impl From<DbError> for ApiError {
+impl From<PageStoreError> for ApiError {
     /// A busy database (another writer held the lock past the busy timeout) or one
-    /// that cannot be written now (read-only, I/O error) is a 503 to retry, never a
-    /// 500; anything else is internal.
-    fn from(e: DbError) -> Self {
-        if e.is_busy() {
-            tracing::warn!(error = %e, "database busy: answered 503");
-            ApiError::DatabaseBusy
-        } else if e.is_storage_fault() {
-            tracing::error!(error = %e, "database cannot be written: answered 503");
-            ApiError::StorageUnavailable
-        } else {
-            ApiError::Internal(e.into())
+    /// that cannot be written now (read-only, gone, I/O error) is a 503 to retry,
+    /// never a 500; anything else is internal.
+    fn from(e: PageStoreError) -> Self {
+        match e {
+            PageStoreError::Busy(_) => {
+                tracing::warn!(error = %e, "database busy: answered 503");
+                ApiError::DatabaseBusy
+            }
+            PageStoreError::Unavailable(_) => {
+                tracing::error!(error = %e, "database cannot be written: answered 503");
+                ApiError::StorageUnavailable
+            }
+            PageStoreError::Failed(_) => ApiError::Internal(e.into()),
         }
     }
 }
@@ -275,27 +349,9 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        if let ApiError::Internal(cause) = self {
-            tracing::error!(error = format!("{cause:#}"), "api request failed");
-        }
-        let kind = self.kind();
-        let retry_after = match self {
-            ApiError::TooManyPinFailures { retry_after }
-            | ApiError::PublishRateLimited { retry_after, .. } => Some((*retry_after).max(1)),
-            ApiError::BudgetUnavailable
-            | ApiError::TooManyOpenBodies { .. }
-            | ApiError::DatabaseBusy => Some(1),
-            ApiError::StorageUnavailable => Some(STORAGE_RETRY_AFTER),
-            _ => None,
-        };
-        let problem = Problem {
-            field: self.field().map(str::to_owned),
-            retry_after,
-            ..Problem::new(kind.status, kind.problem_type, kind.title, self.to_string())
-        };
-        let mut response = problem.response();
+        let mut response = self.problem().response();
         if let ApiError::PublishRateLimited { policy, state, .. } = self {
-            crate::routes::insert_rate_limit_headers(&mut response, policy, state);
+            crate::routes::rate_limit_headers::insert(&mut response, policy, state);
         }
         if let ApiError::MethodNotAllowed { allow } = self {
             response

@@ -31,7 +31,10 @@ use super::types::{
             (408), /problems/too-many-open-bodies (503), /problems/budget-unavailable (503), \
             /problems/database-busy (503), /problems/storage-unavailable (503), \
             /problems/internal (500). After 10 wrong PINs in an hour (windows aligned to the \
-            Unix epoch) a client gets 429 on every PIN-protected route until the hour ends."
+            Unix epoch) a client gets 429 on every PIN-protected route until the hour ends; \
+            after PIN_FAILURES_PER_PAGE_PER_HOUR (default 20) wrong PINs against one page in \
+            an hour, from all clients together, every PIN check of that page is 429 for \
+            everyone, the right PIN included, until the hour ends."
     ),
     paths(
         super::create,

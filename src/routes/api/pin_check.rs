@@ -1,12 +1,11 @@
 //! The PIN check in front of every route that changes a page: bounded guessing per
-//! client, argon2 off the executor, and logs that show only the hashed client key.
-
-use actix_web::HttpRequest;
-use tokio::sync::Mutex;
+//! client and per page, argon2 off the executor, and logs that show only the
+//! hashed client key.
 
 use super::error::ApiError;
 use crate::budget::store::CountMode;
-use crate::db::{self, pages};
+use crate::budget::WindowCount;
+use crate::client_ip::ClientIp;
 use crate::domain::PageSlug;
 use crate::pin;
 use crate::state::AppState;
@@ -14,28 +13,8 @@ use crate::state::AppState;
 /// The request header that carries a page's PIN.
 pub const PIN_HEADER: &str = "X-Page-Pin";
 
-/// Per-client turns, striped by bucket key. One client's checks run one at a time,
-/// so each reads a failure count that includes all of its earlier attempts: the
-/// limit holds however many requests a client sends at once. Clients that share a
-/// stripe only wait for each other. One per process, in the app state.
-#[derive(Debug, Clone)]
-pub struct PinTurns(std::sync::Arc<[Mutex<()>; 64]>);
-
-impl Default for PinTurns {
-    fn default() -> Self {
-        Self(std::sync::Arc::new([const { Mutex::const_new(()) }; 64]))
-    }
-}
-
-impl PinTurns {
-    fn turn(&self, bucket: &str) -> &Mutex<()> {
-        let n = usize::from_str_radix(&bucket[..4], 16).expect("hex bucket key");
-        &self.0[n % self.0.len()]
-    }
-}
-
-/// Lets the request change the page `slug` if its `X-Page-Pin` is the page's PIN;
-/// returns the page id.
+/// Lets `client` change the page `slug` if `given` (its `X-Page-Pin` header as
+/// sent, or the MCP tool's `pin`) is the page's PIN; returns the page id.
 ///
 /// In order: a client (SPEC §5 gate 2) whose PIN-failure budget
 /// (`state.budgets.pin_failures`, 10 an hour) is used up gets
@@ -44,45 +23,44 @@ impl PinTurns {
 /// page without `X-Page-Pin`, or with a wrong one (counted as a failure): a gone
 /// page is 404 to all but its PIN holder, as on every read; a page without a PIN is
 /// [`ApiError::PageLocked`]; no header is [`ApiError::PinRequired`]; a header that is
-/// not UTF-8 is [`ApiError::Validation`]; a wrong PIN is counted against the client
-/// and is [`ApiError::WrongPin`]. Only the last costs an argon2 verification.
+/// not UTF-8 is [`ApiError::Validation`]; a page whose own failure budget
+/// (`state.budgets.pin_page_failures`, from all clients, 20 an hour by default) is
+/// used up is [`ApiError::PageTooManyPinFailures`] for everyone, the right PIN
+/// included (404 for a gone page, which must not show that it exists); a wrong PIN
+/// is counted against the client and the page and is [`ApiError::WrongPin`]. Only
+/// the last costs an argon2 verification.
+///
+/// Both counts are read under turns (the client's, then the page's), so neither
+/// bound is overrun by guesses sent at once. Every `Retry-After` is the store's
+/// seconds left of the full window.
 pub async fn authorize(
     state: &AppState,
-    req: &HttpRequest,
+    client: &ClientIp,
     slug: &PageSlug,
+    given: Option<&[u8]>,
 ) -> Result<i64, ApiError> {
-    let client = crate::routes::client_ip(req, &state.trusted_proxies);
-    let budget = &state.budgets.pin_failures;
-    let keys = budget.keys(&client);
+    let budgets = &state.budgets;
+    let keys = budgets.pin_failures.keys(client);
     let bucket = keys.log_prefix().to_owned();
-    let _turn = state.pin_turns.turn(&keys.0[0]).lock().await;
+    let _turn = state.api.pin_turns.turn(&keys.0[0]).lock().await;
 
-    let now = state.clock.now();
-    let failures = state
-        .budget_store
-        .counts(budget, keys.clone(), now, CountMode::Peek)
-        .await?;
-    if let Some(full) = budget
-        .windows
-        .iter()
-        .zip(&failures)
-        .find(|(w, count)| **count >= i64::from(w.limit))
-    {
+    if let Some(full) = full_window(state, &budgets.pin_failures, &keys).await? {
         tracing::warn!(
             client = &bucket[..],
-            failures = full.1,
+            failures = full.count,
             "PIN check refused: too many failures"
         );
         return Err(ApiError::TooManyPinFailures {
-            retry_after: full.0.seconds_left(now),
+            retry_after: full.reset,
         });
     }
 
-    let wanted = slug.as_str().to_owned();
-    let page = db::with_conn(&state.pool, move |c| pages::pin_hash(c, &wanted))
+    let page = state
+        .pages
+        .store
+        .pin_record(slug.as_str())
         .await?
         .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
-    let given = req.headers().get(PIN_HEADER);
     // A gone (archived or claimed) page is 404 to anyone who cannot show its PIN,
     // as it is on every read: without one, before anything is checked.
     if page.gone && (given.is_none() || page.pin_hash.is_none()) {
@@ -90,21 +68,49 @@ pub async fn authorize(
     }
     let phc = page.pin_hash.ok_or(ApiError::PageLocked)?;
     let given = given.ok_or(ApiError::PinRequired)?;
-    let given = std::str::from_utf8(given.as_bytes())
+    let given = std::str::from_utf8(given)
         .map_err(|_| ApiError::validation(PIN_HEADER, "X-Page-Pin must be UTF-8 text"))?
         .to_owned();
 
-    if pin::verify_off_thread(&state.hash_slots, given, phc).await? {
+    let page_keys = budgets.pin_page_failures.keys_of(&page.id.to_string());
+    let _page_turn = state.api.page_pin_turns.turn(&page_keys.0[0]).lock().await;
+    if let Some(full) = full_window(state, &budgets.pin_page_failures, &page_keys).await? {
+        tracing::warn!(
+            slug = slug.as_str(),
+            failures = full.count,
+            "PIN check refused: too many failures against this page"
+        );
+        return Err(if page.gone {
+            ApiError::no_page(slug.as_str())
+        } else {
+            ApiError::PageTooManyPinFailures {
+                retry_after: full.reset,
+            }
+        });
+    }
+
+    if pin::verify_off_thread(&state.api.hash_slots, given, phc).await? {
         return Ok(page.id);
     }
-    let failures = state
-        .budget_store
-        .counts(budget, keys, now, CountMode::Record)
+    let now = state.clock.now();
+    let page_failures = budgets
+        .store
+        .counts(
+            &budgets.pin_page_failures,
+            page_keys,
+            now,
+            CountMode::Record,
+        )
+        .await?;
+    let failures = budgets
+        .store
+        .counts(&budgets.pin_failures, keys, now, CountMode::Record)
         .await?;
     tracing::warn!(
         client = &bucket[..],
         slug = slug.as_str(),
-        failures = failures.first().copied(),
+        failures = failures.first().map(|w| w.count),
+        page_failures = page_failures.first().map(|w| w.count),
         "wrong page PIN"
     );
     // Counted like any wrong PIN, so a gone page's PIN cannot be guessed either.
@@ -113,4 +119,24 @@ pub async fn authorize(
     } else {
         ApiError::WrongPin
     })
+}
+
+/// The first window of `budget` that `keys` has filled, read from the store now
+/// (its count, and its seconds left by the store's clock), or `None`.
+async fn full_window(
+    state: &AppState,
+    budget: &std::sync::Arc<crate::budget::Budget>,
+    keys: &crate::budget::BucketKeys,
+) -> Result<Option<WindowCount>, ApiError> {
+    let counts = state
+        .budgets
+        .store
+        .counts(budget, keys.clone(), state.clock.now(), CountMode::Peek)
+        .await?;
+    Ok(budget
+        .windows
+        .iter()
+        .zip(counts)
+        .find(|(w, c)| c.count >= i64::from(w.limit))
+        .map(|(_, c)| c))
 }

@@ -5,11 +5,12 @@
 //! with `Retry-After` and `RateLimit` headers.
 
 use actix_web::http::header::HeaderValue;
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::HttpResponse;
 
 use super::error::ApiError;
-use crate::budget::store::StoreError;
+use crate::budget::error::StoreError;
 use crate::budget::Decision;
+use crate::client_ip::ClientIp;
 use crate::state::AppState;
 
 /// The `RateLimit-Policy` and `RateLimit` header values of an admitted write, to
@@ -23,29 +24,29 @@ pub struct Spent {
 impl Spent {
     /// `response` with this spend's `RateLimit-Policy` and `RateLimit` headers.
     pub fn headers(&self, mut response: HttpResponse) -> HttpResponse {
-        crate::routes::insert_rate_limit_headers(&mut response, &self.policy, &self.state);
+        crate::routes::rate_limit_headers::insert(&mut response, &self.policy, &self.state);
         response
     }
 }
 
-/// Spends one page write for the client of `req`.
+/// Spends one page write for `client`.
 ///
 /// Errors: [`ApiError::PublishRateLimited`] when a window is full (nothing counted),
 /// [`ApiError::BudgetUnavailable`] when the store does not answer in time,
 /// [`ApiError::Internal`] on a store failure.
-pub async fn spend(state: &AppState, req: &HttpRequest) -> Result<Spent, ApiError> {
+pub async fn spend(state: &AppState, client: &ClientIp) -> Result<Spent, ApiError> {
     let budget = &state.budgets.publish;
-    let client = crate::routes::client_ip(req, &state.trusted_proxies);
-    let keys = budget.keys(&client);
+    let keys = budget.keys(client);
     let bucket = keys.log_prefix().to_owned();
     let now = state.clock.now();
     let decision = state
-        .budget_store
+        .budgets
+        .store
         .spend(budget, keys, now)
         .await
         .map_err(ApiError::from)?;
     let spent = Spent {
-        policy: state.policies.publish.clone(),
+        policy: state.budgets.policies.publish.clone(),
         state: budget.state_header(&decision),
     };
     match decision {

@@ -1,6 +1,7 @@
 //! The HTML answers: `search.html` for every outcome, with the form kept and matched
 //! words marked (each run escaped by the template). The result table is rendered
-//! once per cache entry and page (`search_rows.html`) and reused by every hit.
+//! once per cache entry and page (`search_rows.html`) and reused by every hit
+//! ([`super::rendered`] keeps it with the entry).
 //!
 //! A page of results says which rows it shows ("Showing 51–100 of 862 matches"),
 //! links the pages before and after (`rel="prev"`/`rel="next"`, keeping `q`), says
@@ -11,11 +12,13 @@
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
+use super::rendered::Rendered;
 use super::{displayed_rows, has_close_matches, Outcome, PageInfo};
 use crate::routes::{render, render_html, render_with};
+use crate::search::cache::Entry;
 use crate::state::AppState;
 use crate::templates::format_time;
-use crate::templates::Stencil;
+use crate::templates::{PageKey, Stencil};
 
 #[derive(Serialize)]
 struct SearchContext<'a> {
@@ -26,6 +29,8 @@ struct SearchContext<'a> {
     heading: &'static str,
     message: String,
     retry_after: Option<i64>,
+    /// `retry_after` in words (`4 minutes 31 seconds`), for the countdown's start.
+    wait: Option<String>,
     /// On a 429, the name of the refusing window (`minute`, `hour`, …).
     window: Option<&'a str>,
     /// The rendered result table (escaped when it was rendered); empty without rows.
@@ -118,18 +123,21 @@ pub(super) fn html_response(
     let cached = match outcome {
         Outcome::Answered {
             page,
-            result,
+            entry,
             snapshot,
             cache,
             display,
-        } => result.page(
-            crate::routes::page_variant(
-                req,
-                format_args!("{page}\u{0}{display}\u{0}{}", cache.as_str()),
-            ),
+        } => Rendered::of(entry).page(
+            PageKey::Html {
+                theme: crate::routes::theme(req),
+                here: crate::routes::here(req).to_owned(),
+                page: *page,
+                display: display.clone(),
+                cache: cache.as_str(),
+            },
             || {
                 let mut ctx = context(state, outcome);
-                answered(state, &mut ctx, result, *page, snapshot, cache.as_str());
+                answered(state, &mut ctx, entry, *page, snapshot, cache.as_str());
                 render_html(state, req, "search.html", &ctx)
             },
         ),
@@ -177,14 +185,14 @@ fn notice_page(
     // Everything the page shows besides the query and return path: two outcomes
     // may share a label (`400`) but not their words.
     let kind = outcome.kind();
-    let key = format!(
-        "{theme}\u{0}{}\u{0}{}\u{0}{}\u{0}{:?}",
-        kind.notice,
-        kind.title,
-        outcome.message(&state.budgets.search),
-        outcome.retry_after()
-    );
-    let stencil = state.notice_pages.get_or_cut(&key, || {
+    let key = PageKey::Notice {
+        theme,
+        notice: kind.notice,
+        title: kind.title,
+        message: outcome.message(&state.budgets.search),
+        retry_after: outcome.retry_after(),
+    };
+    let stencil = state.search.notice_pages.get_or_cut(&key, || {
         let mut ctx = context(state, outcome);
         ctx.q = Stencil::QUERY;
         render_with(&state.templates, theme, Stencil::BACK, "search.html", &ctx)
@@ -242,6 +250,7 @@ impl<'a> SearchContext<'a> {
             heading,
             message,
             retry_after,
+            wait: retry_after.map(super::outcome::wait_words),
             window,
             rows_html: "",
             total: 0,
@@ -262,15 +271,16 @@ impl<'a> SearchContext<'a> {
     }
 }
 
-/// Fills `ctx` with page `page` of `result` over `snapshot`.
+/// Fills `ctx` with page `page` of `entry` over `snapshot`.
 fn answered<'a>(
     state: &AppState,
     ctx: &mut SearchContext<'a>,
-    result: &'a crate::actors::cache::CachedResult,
+    entry: &'a Entry,
     page: usize,
     snapshot: &crate::search::corpus::Snapshot,
     cache: &'static str,
 ) {
+    let result = &entry.result;
     let info = PageInfo::of(result, page);
     ctx.total = result.result.total;
     ctx.shown = info.shown;
@@ -286,7 +296,8 @@ fn answered<'a>(
     ctx.prev_href = (page > 1 && info.shown > 0).then(|| page_href(display, page - 1));
     ctx.next_href = (page < info.pages).then(|| page_href(display, page + 1));
     ctx.last_href = (info.shown == 0 && ctx.total > 0).then(|| page_href(display, info.pages));
-    ctx.rows_html = result.html_rows(page, || rows_html(state, result, page, snapshot));
+    ctx.rows_html =
+        Rendered::of(entry).html_rows(page, || rows_html(state, result, page, snapshot));
     ctx.close_matches = has_close_matches(result, page, snapshot);
 }
 
@@ -299,7 +310,7 @@ struct RowsContext {
 /// per cache entry and page; a template error is logged and leaves the table out.
 fn rows_html(
     state: &AppState,
-    result: &crate::actors::cache::CachedResult,
+    result: &crate::search::cache::CachedResult,
     page_no: usize,
     snapshot: &crate::search::corpus::Snapshot,
 ) -> String {

@@ -12,11 +12,13 @@
 use actix_web::HttpResponse;
 use serde::Serialize;
 
+use super::rendered::Rendered;
 use super::{displayed_rows, has_close_matches, Outcome, PageInfo};
-use crate::actors::cache::CachedResult;
 use crate::routes::problem::Problem;
+use crate::search::cache::CachedResult;
 use crate::search::corpus::Snapshot;
 use crate::state::AppState;
+use crate::templates::PageKey;
 
 #[derive(Serialize)]
 struct ResultRow {
@@ -84,21 +86,52 @@ fn rows(result: &CachedResult, page_no: usize, snapshot: &Snapshot) -> String {
     serde_json::to_string(&rows).expect("rows serialize")
 }
 
+/// A search's JSON answer before it is a response: the body of a 200 (results, or
+/// the too-short guidance), or a problem document.
+pub enum JsonReply {
+    /// `application/json` with status 200.
+    Ok(actix_web::web::Bytes),
+    /// `application/problem+json` with the problem's status.
+    Problem(Problem),
+}
+
 pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse {
+    match json_answer(state, outcome) {
+        Ok(JsonReply::Ok(body)) => HttpResponse::Ok()
+            .content_type("application/json")
+            .body(body),
+        Ok(JsonReply::Problem(problem)) => problem.response(),
+        Err(e) => {
+            tracing::error!(error = %e, "search answer failed to serialize");
+            HttpResponse::InternalServerError().finish()
+        }
+    }
+}
+
+/// The JSON answer to `outcome` (not [`Outcome::Missing`], which is a redirect).
+pub(super) fn json_answer(
+    state: &AppState,
+    outcome: &Outcome,
+) -> Result<JsonReply, serde_json::Error> {
     let kind = outcome.kind();
     match outcome {
         Outcome::Answered {
             display,
             page,
-            result,
+            entry,
             snapshot,
             cache,
         } => {
+            let (result, rendered) = (&entry.result, Rendered::of(entry));
             // The body depends on nothing else: a repeated search copies bytes.
-            let variant = format!("json\u{0}{page}\u{0}{display}\u{0}{}", cache.as_str());
-            let body = result.page(variant, || {
+            let variant = PageKey::Json {
+                page: *page,
+                display: display.clone(),
+                cache: cache.as_str(),
+            };
+            let body = rendered.page(variant, || {
                 let info = PageInfo::of(result, *page);
-                let rows = result.json_rows(*page, || rows(result, *page, snapshot));
+                let rows = rendered.json_rows(*page, || rows(result, *page, snapshot));
                 let results: &serde_json::value::RawValue =
                     serde_json::from_str(rows).expect("rows are JSON");
                 serde_json::to_string(&JsonAnswer {
@@ -113,26 +146,21 @@ pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse
                     close_matches: has_close_matches(result, *page, snapshot),
                 })
             });
-            match body {
-                Ok(body) => HttpResponse::Ok()
-                    .content_type("application/json")
-                    .body(body),
-                Err(e) => {
-                    tracing::error!(error = %e, "search answer failed to serialize");
-                    HttpResponse::InternalServerError().finish()
-                }
-            }
+            body.map(JsonReply::Ok)
         }
-        Outcome::TooShort { display } => HttpResponse::Ok().json(JsonShort {
-            query: display,
-            results: [],
-            total: 0,
-            truncated: false,
-            message: kind.message,
-        }),
+        Outcome::TooShort { display } => Ok(JsonReply::Ok(
+            serde_json::to_string(&JsonShort {
+                query: display,
+                results: [],
+                total: 0,
+                truncated: false,
+                message: kind.message,
+            })?
+            .into(),
+        )),
         other => {
             let budget = &state.budgets.search;
-            Problem {
+            Ok(JsonReply::Problem(Problem {
                 retry_after: other.retry_after(),
                 ..Problem::new(
                     kind.status,
@@ -140,8 +168,7 @@ pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse
                     kind.title,
                     other.message(budget).into_owned(),
                 )
-            }
-            .response()
+            }))
         }
     }
 }

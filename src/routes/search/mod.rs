@@ -12,21 +12,24 @@
 mod html;
 mod json;
 pub mod outcome;
+mod rendered;
 mod respond;
 
 use std::time::Instant;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::actors::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
-use crate::budget::store::StoreError;
+use crate::budget::error::StoreError;
 use crate::budget::Decision;
+use crate::client_ip::ClientIp;
+use crate::search::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
 use crate::search::corpus::Snapshot;
 use crate::search::query::{Gate1, SearchQuery};
 use crate::search::rank::{Marks, ScoredRow};
 use crate::search::rows::CandidateRef;
 use crate::state::AppState;
 
+pub use json::JsonReply;
 pub use outcome::{CacheStatus, Outcome};
 
 /// What the search event and the rate-limit headers need beside the outcome;
@@ -43,15 +46,47 @@ struct Trace {
 pub async fn search(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
     let started = Instant::now();
     let mut trace = Trace::default();
-    let outcome = run(&state, &req, &mut trace).await;
+    let client = crate::routes::client_ip(&req, &state.trusted_proxies);
+    let outcome = run(&state, req.query_string(), &client, &mut trace).await;
     let mut response = respond::respond(&state, &req, &outcome, &trace, started);
     respond::rate_limit_headers(&state, &trace, &mut response);
     respond::with_search_headers(response)
 }
 
-async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome {
+/// One search for `client` as `/search` answers it with `Accept: application/json`
+/// (the same gates, budget, cache, log event and metric), for callers that are not
+/// the HTTP route (the MCP tool `search_pages`). `raw_query` is a URL query string
+/// (`q=…&page=N`, encoded). A missing or blank `q`, which `/search` answers with a
+/// redirect to `/`, is a `/problems/invalid-query` problem here.
+pub async fn search_json(state: &AppState, raw_query: &str, client: &ClientIp) -> JsonReply {
+    let started = Instant::now();
+    let mut trace = Trace::default();
+    let outcome = run(state, raw_query, client, &mut trace).await;
+    respond::record(state, &outcome, &trace, started);
+    if let Outcome::Missing = outcome {
+        return JsonReply::Problem(crate::routes::problem::Problem::new(
+            actix_web::http::StatusCode::BAD_REQUEST,
+            outcome::MALFORMED
+                .problem_type
+                .unwrap_or("/problems/invalid-query"),
+            outcome::MALFORMED.title,
+            "Enter a search: the query is empty.".into(),
+        ));
+    }
+    json::json_answer(state, &outcome).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "search answer failed to serialize");
+        JsonReply::Problem(crate::routes::problem::Problem::new(
+            outcome::FAILED.status,
+            outcome::FAILED.problem_type.unwrap_or("/problems/internal"),
+            outcome::FAILED.title,
+            outcome::FAILED.message.into(),
+        ))
+    })
+}
+
+async fn run(state: &AppState, raw_query: &str, client: &ClientIp, trace: &mut Trace) -> Outcome {
     // Gate 1: validation, spends nothing.
-    let query = match SearchQuery::parse(req.query_string()) {
+    let query = match SearchQuery::parse(raw_query) {
         Gate1::Valid(q) => q,
         Gate1::Missing => return Outcome::Missing,
         Gate1::Malformed(why) => return Outcome::Malformed(why),
@@ -68,19 +103,19 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     // decision, so every queue behind it (actor mailboxes included) is bounded too.
     // The Cache actor releases it on a hit or a join, and keeps a leader's until
     // its scoring ends.
-    let Ok(admission) = state.admission.clone().try_acquire_owned() else {
+    let Ok(admission) = state.search.admission.clone().try_acquire_owned() else {
         return Outcome::Overloaded { display };
     };
 
-    // Gate 2: identity.
-    let client = crate::routes::client_ip(req, &state.trusted_proxies);
-    let keys = state.budgets.search.keys(&client);
+    // Gate 2: identity (the caller resolved it from the request).
+    let keys = state.budgets.search.keys(client);
     trace.bucket = Some(keys.log_prefix().to_owned());
 
     // Gates 3/4: every window of the budget, both-or-neither.
     let now = state.clock.now();
     let (decision, generation) = match state
-        .budget_store
+        .budgets
+        .store
         .spend_with_generation(&state.budgets.search, keys, now)
         .await
     {
@@ -107,7 +142,7 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
     }
 
     // Gate 5: the candidates as a fresh fetch would see them, then the cache.
-    let snapshot = match state.corpus.current(generation).await {
+    let snapshot = match state.search.corpus.current(generation).await {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "candidate fetch failed");
@@ -119,15 +154,15 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         fingerprint: snapshot.fingerprint,
     };
     // A hit is read from the entries the Cache actor published; only a miss asks it.
-    if let Some(hit) = state.cache_view.hit(&key) {
+    if let Some(hit) = state.search.cache_view.hit(&key) {
         if hit.flush {
-            state.cache.do_send(cache::ApplyTouches);
+            state.search.cache.do_send(cache::ApplyTouches);
         }
         drop(admission);
         return Outcome::Answered {
             display,
             page,
-            result: hit.result,
+            entry: hit.entry,
             snapshot,
             cache: CacheStatus::Hit,
         };
@@ -137,12 +172,12 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         snapshot: snapshot.clone(),
         admission,
     };
-    let (outcome, cache) = match state.cache.send(lookup).await {
-        Ok(Answer::Hit(result)) => {
+    let (outcome, cache) = match state.search.cache.send(lookup).await {
+        Ok(Answer::Hit(entry)) => {
             return Outcome::Answered {
                 display,
                 page,
-                result,
+                entry,
                 snapshot,
                 cache: CacheStatus::Hit,
             };
@@ -162,10 +197,10 @@ async fn run(state: &AppState, req: &HttpRequest, trace: &mut Trace) -> Outcome 
         }
     };
     match outcome.await {
-        Ok(Ok(result)) => Outcome::Answered {
+        Ok(Ok(entry)) => Outcome::Answered {
             display,
             page,
-            result,
+            entry,
             snapshot,
             cache,
         },

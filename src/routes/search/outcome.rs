@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use actix_web::http::StatusCode;
 
-use crate::actors::cache::CachedResult;
 use crate::budget::Budget;
+use crate::search::cache::Entry;
 use crate::search::corpus::Snapshot;
 
 /// Where an answer came from: the LRU, a scoring this request led, or a scoring
@@ -65,7 +65,7 @@ pub enum Outcome {
     Answered {
         display: String,
         page: usize,
-        result: Arc<CachedResult>,
+        entry: Arc<Entry>,
         snapshot: Arc<Snapshot>,
         cache: CacheStatus,
     },
@@ -121,92 +121,122 @@ const fn busy(label: &'static str) -> OutcomeKind {
     )
 }
 
-/// Every kind of outcome, in the order of the outcome matrix.
+/// `q` missing or blank.
+pub const MISSING: OutcomeKind = row("303", StatusCode::SEE_OTHER, None, "Search", "", "invalid");
+/// `q` undecodable or repeated.
+pub const MALFORMED: OutcomeKind = row(
+    "400",
+    StatusCode::BAD_REQUEST,
+    INVALID,
+    "Invalid search",
+    "This search could not be read.",
+    "invalid",
+);
+/// `q` over 64 chars, raw or normalized.
+pub const TOO_LONG: OutcomeKind = row(
+    "400",
+    StatusCode::BAD_REQUEST,
+    INVALID,
+    "Invalid search",
+    "Search text can be at most 64 characters.",
+    "invalid",
+);
+/// `page` is not a whole number from 1.
+pub const BAD_PAGE: OutcomeKind = row(
+    "400",
+    StatusCode::BAD_REQUEST,
+    INVALID,
+    "Invalid search",
+    "The page number must be a whole number from 1.",
+    "invalid",
+);
+/// Normalized under 2 chars.
+pub const TOO_SHORT: OutcomeKind = row(
+    "short",
+    StatusCode::OK,
+    None,
+    "Search",
+    "Enter at least 2 characters.",
+    "short",
+);
+/// No admission permit left.
+pub const OVERLOADED: OutcomeKind = busy("503-admission");
+/// The budget store did not answer in time.
+pub const BUDGET_UNAVAILABLE: OutcomeKind = row(
+    "503-budget",
+    StatusCode::SERVICE_UNAVAILABLE,
+    Some("/problems/budget-unavailable"),
+    "Search is unavailable",
+    "Search is briefly unavailable.",
+    "busy",
+);
+/// A window of the search budget is full.
+pub const REFUSED: OutcomeKind = row(
+    "429",
+    StatusCode::TOO_MANY_REQUESTS,
+    Some("/problems/rate-limited"),
+    "Too many searches",
+    "Too many searches.",
+    "rate_limited",
+);
+/// A miss with every scorer slot taken.
+pub const BUSY: OutcomeKind = busy("503-busy");
+/// Scoring panicked, or the database failed.
+pub const FAILED: OutcomeKind = row(
+    "500",
+    StatusCode::INTERNAL_SERVER_ERROR,
+    Some("/problems/internal"),
+    "Search failed",
+    "Something went wrong with this search. Please try again.",
+    "error",
+);
+/// Answered from the LRU.
+pub const HIT: OutcomeKind = row("hit", StatusCode::OK, None, "Search", "", "results");
+/// Answered by a scoring this request led.
+pub const MISS: OutcomeKind = row("miss", StatusCode::OK, None, "Search", "", "results");
+/// Answered by a scoring another request led.
+pub const JOIN: OutcomeKind = row("join", StatusCode::OK, None, "Search", "", "results");
+
+/// Every kind of outcome, in the order of the outcome matrix: what [`labels`] and
+/// the metrics walk. A new row is named above, chosen in [`Outcome::kind`] and
+/// listed here.
 pub const KINDS: [OutcomeKind; 13] = [
-    row("303", StatusCode::SEE_OTHER, None, "Search", "", "invalid"),
-    row(
-        "400",
-        StatusCode::BAD_REQUEST,
-        INVALID,
-        "Invalid search",
-        "This search could not be read.",
-        "invalid",
-    ),
-    row(
-        "400",
-        StatusCode::BAD_REQUEST,
-        INVALID,
-        "Invalid search",
-        "Search text can be at most 64 characters.",
-        "invalid",
-    ),
-    row(
-        "400",
-        StatusCode::BAD_REQUEST,
-        INVALID,
-        "Invalid search",
-        "The page number must be a whole number from 1.",
-        "invalid",
-    ),
-    row(
-        "short",
-        StatusCode::OK,
-        None,
-        "Search",
-        "Enter at least 2 characters.",
-        "short",
-    ),
-    busy("503-admission"),
-    row(
-        "503-budget",
-        StatusCode::SERVICE_UNAVAILABLE,
-        Some("/problems/budget-unavailable"),
-        "Search is unavailable",
-        "Search is briefly unavailable.",
-        "busy",
-    ),
-    row(
-        "429",
-        StatusCode::TOO_MANY_REQUESTS,
-        Some("/problems/rate-limited"),
-        "Too many searches",
-        "Too many searches.",
-        "rate_limited",
-    ),
-    busy("503-busy"),
-    row(
-        "500",
-        StatusCode::INTERNAL_SERVER_ERROR,
-        Some("/problems/internal"),
-        "Search failed",
-        "Something went wrong with this search. Please try again.",
-        "error",
-    ),
-    row("hit", StatusCode::OK, None, "Search", "", "results"),
-    row("miss", StatusCode::OK, None, "Search", "", "results"),
-    row("join", StatusCode::OK, None, "Search", "", "results"),
+    MISSING,
+    MALFORMED,
+    TOO_LONG,
+    BAD_PAGE,
+    TOO_SHORT,
+    OVERLOADED,
+    BUDGET_UNAVAILABLE,
+    REFUSED,
+    BUSY,
+    FAILED,
+    HIT,
+    MISS,
+    JOIN,
 ];
 
 impl Outcome {
-    /// This outcome's row of [`KINDS`]: the one place an outcome is classified.
+    /// This outcome's row of the table, by name: the one place an outcome is
+    /// classified.
     pub fn kind(&self) -> &'static OutcomeKind {
-        &KINDS[match self {
-            Outcome::Missing => 0,
-            Outcome::Malformed(_) => 1,
-            Outcome::TooLong { .. } => 2,
-            Outcome::BadPage { .. } => 3,
-            Outcome::TooShort { .. } => 4,
-            Outcome::Overloaded { .. } => 5,
-            Outcome::BudgetUnavailable { .. } => 6,
-            Outcome::Refused { .. } => 7,
-            Outcome::Busy { .. } => 8,
-            Outcome::Failed { .. } => 9,
+        match self {
+            Outcome::Missing => &MISSING,
+            Outcome::Malformed(_) => &MALFORMED,
+            Outcome::TooLong { .. } => &TOO_LONG,
+            Outcome::BadPage { .. } => &BAD_PAGE,
+            Outcome::TooShort { .. } => &TOO_SHORT,
+            Outcome::Overloaded { .. } => &OVERLOADED,
+            Outcome::BudgetUnavailable { .. } => &BUDGET_UNAVAILABLE,
+            Outcome::Refused { .. } => &REFUSED,
+            Outcome::Busy { .. } => &BUSY,
+            Outcome::Failed { .. } => &FAILED,
             Outcome::Answered { cache, .. } => match cache {
-                CacheStatus::Hit => 10,
-                CacheStatus::Miss => 11,
-                CacheStatus::Join => 12,
+                CacheStatus::Hit => &HIT,
+                CacheStatus::Miss => &MISS,
+                CacheStatus::Join => &JOIN,
             },
-        }]
+        }
     }
 
     /// The metric label and log `outcome`: the table's, with the refusing window's
@@ -232,24 +262,19 @@ impl Outcome {
     }
 
     /// What the visitor is told: the table's words, or for a refusal which window is
-    /// full and for how long (`Too many searches this minute: try again in 5 seconds.`).
+    /// full and for how long (`Too many searches this hour: try again in 4 minutes
+    /// 31 seconds.`, the wait in [`wait_words`]).
     pub fn message(&self, budget: &Budget) -> Cow<'static, str> {
         match self {
             Outcome::Refused {
                 window,
                 retry_after,
                 ..
-            } => {
-                let unit = if *retry_after == 1 {
-                    "second"
-                } else {
-                    "seconds"
-                };
-                Cow::Owned(format!(
-                    "Too many searches this {}: try again in {retry_after} {unit}.",
-                    budget.windows[*window].name
-                ))
-            }
+            } => Cow::Owned(format!(
+                "Too many searches this {}: try again in {}.",
+                budget.windows[*window].name,
+                wait_words(*retry_after)
+            )),
             Outcome::Malformed(why) => Cow::Owned(format!("This search could not be read: {why}.")),
             other => Cow::Borrowed(other.kind().message),
         }
@@ -269,6 +294,28 @@ impl Outcome {
             | Outcome::Failed { display }
             | Outcome::Answered { display, .. } => display,
         }
+    }
+}
+
+/// A wait of `seconds` in words, as pages and problem details say it (and
+/// `static/search.js` counts it down): seconds up to a minute (`1 second`,
+/// `60 seconds`), past a minute whole minutes and the seconds left over
+/// (`1 minute 1 second`, `4 minutes 31 seconds`, `2 minutes`).
+pub fn wait_words(seconds: i64) -> String {
+    let s = seconds.max(0);
+    let unit = |n: i64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    if s <= 60 {
+        return unit(s, "second", "seconds");
+    }
+    let (minutes, rest) = (s / 60, s % 60);
+    if rest == 0 {
+        unit(minutes, "minute", "minutes")
+    } else {
+        format!(
+            "{} {}",
+            unit(minutes, "minute", "minutes"),
+            unit(rest, "second", "seconds")
+        )
     }
 }
 
@@ -311,6 +358,23 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), labels.len());
+    }
+
+    #[test]
+    fn waits_past_a_minute_read_in_minutes_and_seconds() {
+        for (seconds, words) in [
+            (1, "1 second"),
+            (2, "2 seconds"),
+            (60, "60 seconds"),
+            (61, "1 minute 1 second"),
+            (62, "1 minute 2 seconds"),
+            (120, "2 minutes"),
+            (121, "2 minutes 1 second"),
+            (271, "4 minutes 31 seconds"),
+            (3600, "60 minutes"),
+        ] {
+            assert_eq!(wait_words(seconds), words, "{seconds}");
+        }
     }
 
     #[test]

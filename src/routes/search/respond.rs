@@ -30,9 +30,9 @@ pub(super) fn rate_limit_headers(state: &AppState, trace: &Trace, response: &mut
     let Some(decision) = &trace.decision else {
         return;
     };
-    crate::routes::insert_rate_limit_headers(
+    crate::routes::rate_limit_headers::insert(
         response,
-        &state.policies.search,
+        &state.budgets.policies.search,
         &state.budgets.search.state_header(decision),
     );
 }
@@ -71,28 +71,7 @@ pub(super) fn respond(
     trace: &Trace,
     started: Instant,
 ) -> HttpResponse {
-    let kind = outcome.kind();
-    let label = outcome.label(&state.budgets.search);
-    state.metrics.count(&label);
-    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let cache = match outcome {
-        Outcome::Answered { cache, .. } => Some(cache.as_str()),
-        _ => None,
-    };
-    let counts = trace.decision.as_ref().and_then(|d| match d {
-        crate::budget::Decision::Admitted(c) => Some(Counts(c)),
-        crate::budget::Decision::Refused { .. } => None,
-    });
-    tracing::info!(
-        target: "agent_pages::search",
-        outcome = &*label,
-        status = kind.status.as_u16(),
-        bucket = trace.bucket.as_deref(),
-        counts = counts.as_ref().map(tracing::field::display),
-        cache,
-        latency_ms,
-        "search"
-    );
+    record(state, outcome, trace, started);
     if matches!(outcome, Outcome::Missing) {
         return HttpResponse::SeeOther()
             .insert_header((header::LOCATION, "/"))
@@ -115,4 +94,31 @@ pub(super) fn respond(
         );
     }
     response
+}
+
+/// The one log event and metric of a search, whoever answers it (the route, or an
+/// MCP tool call); never the query.
+pub(super) fn record(state: &AppState, outcome: &Outcome, trace: &Trace, started: Instant) {
+    let kind = outcome.kind();
+    let label = outcome.label(&state.budgets.search);
+    state.metrics.count(&label);
+    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let cache = match outcome {
+        Outcome::Answered { cache, .. } => Some(cache.as_str()),
+        _ => None,
+    };
+    let counts = trace.decision.as_ref().and_then(|d| match d {
+        crate::budget::Decision::Admitted(c) => Some(Counts(c)),
+        crate::budget::Decision::Refused { .. } => None,
+    });
+    tracing::info!(
+        target: "agent_pages::search",
+        outcome = &*label,
+        status = kind.status.as_u16(),
+        bucket = trace.bucket.as_deref(),
+        counts = counts.as_ref().map(tracing::field::display),
+        cache,
+        latency_ms,
+        "search"
+    );
 }

@@ -35,7 +35,7 @@ use super::gather;
 use super::index::RankIndex;
 use super::lookup::{lookup, prefix_match, QueryWord, WordHit};
 use super::query_words;
-use crate::search::normalize::normalize;
+use crate::search::normalize::{is_default_ignorable, normalize};
 
 /// A run folding to several words is cut only where a part of at most this many
 /// clusters gives whole words; past that the rest of the run stays one piece
@@ -228,13 +228,15 @@ fn folded_words(s: &str) -> Vec<String> {
 }
 
 /// Byte ranges of `title`'s clusters: a char that is not a combining mark and the
-/// combining marks after it (marks at the very start form a cluster of their own).
+/// combining marks and invisible chars after it (marks at the very start form a
+/// cluster of their own). An invisible char (`normalize` removes it) belongs to its
+/// neighbour, so a word it sits inside (`Kuber\u{200B}netes`) stays one run.
 fn clusters(title: &str) -> Vec<Range<usize>> {
     let mut out: Vec<Range<usize>> = Vec::new();
     for (at, c) in title.char_indices() {
         let end = at + c.len_utf8();
         match out.last_mut() {
-            Some(last) if is_combining_mark(c) => last.end = end,
+            Some(last) if is_combining_mark(c) || is_default_ignorable(c) => last.end = end,
             _ => out.push(at..end),
         }
     }
@@ -404,6 +406,17 @@ mod tests {
         assert_eq!(highlight(title, "file istanbul"), [0..5, 6..15]);
         assert_eq!(&title[0..5], "\u{FB01}le");
         assert_eq!(&title[6..15], "İstanbul");
+    }
+
+    #[test]
+    fn invisible_chars_go_with_their_word() {
+        assert_eq!(
+            marked("Kuber\u{200B}netes tools", "kubernetes"),
+            ["Kuber\u{200B}netes"]
+        );
+        assert_eq!(marked("⭐️ star chart", "star"), ["star"]);
+        assert!(marked("⭐️ star chart", "").is_empty());
+        assert_pieces_cover_the_title_words("a\u{FE0F}b \u{00AD}c\u{2060}d ❤️");
     }
 
     #[test]

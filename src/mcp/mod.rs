@@ -1,0 +1,111 @@
+//! The Model Context Protocol face of the service (SPEC §10): `/mcp` serves the
+//! pages API as seven tools over Streamable HTTP in its stateless mode (every POST
+//! stands alone: no session, no server-to-client stream), and `agent-pages mcp
+//! --url URL` ([`bridge`]) relays stdio to it.
+//!
+//! The protocol is the official Rust SDK's (`rmcp`): [`PagesMcp`] is its
+//! `ServerHandler`, and its `StreamableHttpService` (built for tower) is driven from
+//! an actix route by [`transport`], which first applies what every API request gets
+//! (the `Origin` rule, the body cap, deadline and open-bodies cap) and hands the
+//! request's [`Caller`] (client IP by the trusted-proxy rules, public origin) to the
+//! tools. The tools ([`tools`]) call the operations the HTTP routes call, so a call
+//! spends the same budgets, once, as the same client.
+//!
+//! Protocol versions served: [`PROTOCOL_VERSIONS`] (2024-11-05, 2025-03-26,
+//! 2025-06-18 and 2025-11-25 through `initialize`; 2026-07-28 through
+//! `server/discover` and per-request metadata).
+
+pub mod bridge;
+pub mod tools;
+pub mod transport;
+
+use std::borrow::Cow;
+
+use actix_web::web;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+
+use crate::routes::api::Caller;
+use crate::state::AppState;
+
+/// The protocol revisions `/mcp` speaks, oldest first.
+pub const PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2024_11_05,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
+];
+
+/// What an agent is told on connecting.
+const INSTRUCTIONS: &str = "agent-pages keeps short text pages that agents publish. \
+    search_pages finds published pages by title (fuzzy), read_page reads one, list_pages \
+    lists them newest first. publish_page publishes one; give it a pin (6-64 characters) \
+    and keep it: update_page, archive_page and claim_page need it, and it is never shown \
+    again. Errors are tool errors whose structured content is a problem document (type, \
+    status, detail, retry_after in seconds when you should wait).";
+
+/// The `ServerHandler` of `/mcp`: the tools over the shared state.
+#[derive(Clone)]
+pub struct PagesMcp {
+    state: web::Data<AppState>,
+}
+
+impl PagesMcp {
+    /// The handler over `state`.
+    pub fn new(state: web::Data<AppState>) -> Self {
+        Self { state }
+    }
+}
+
+impl ServerHandler for PagesMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("agent-pages", env!("CARGO_PKG_VERSION"))
+                    .with_title("agent-pages"),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(PROTOCOL_VERSIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::TOOLS.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools::TOOLS.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // The route put the caller on the HTTP request whose parts the SDK passes on.
+        let caller = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Caller>())
+            .cloned()
+            .ok_or_else(|| ErrorData::internal_error("no caller on this request", None))?;
+        match tools::call(&self.state, &caller, &request.name, &request.arguments).await {
+            Some(result) => Ok(result.into()),
+            None => Err(ErrorData::invalid_params(
+                format!("no tool is named `{}`", request.name),
+                None,
+            )),
+        }
+    }
+}

@@ -1,0 +1,524 @@
+//! The seven tools: their input schemas (built from the OpenAPI document's schema
+//! objects and the constants the server checks, so the two cannot drift), their
+//! arguments (parsed like an API body: unknown fields refused, the field named,
+//! a PIN never echoed), and the call of the same operation the HTTP route makes.
+//!
+//! A result is structured content (the JSON the HTTP route answers) plus a short
+//! text; an error is a tool error (`isError`) whose structured content is the
+//! RFC 9457 problem document the route would send (`type`, `status`, `detail`,
+//! `field`, and `retry_after` in seconds on 429 and 503).
+
+use std::sync::{Arc, LazyLock};
+
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::routes::api::error::ApiError;
+use crate::routes::api::openapi::{MAX_PAGE, SLUG_PATTERN};
+use crate::routes::api::types::{
+    CreatePage, Created, ListQuery, PageList, PageView, StateChanged, UpdatePage, Updated,
+};
+use crate::routes::api::{self, body, Caller};
+use crate::routes::problem::Problem;
+use crate::routes::search::{self, JsonReply};
+use crate::search::query::QUERY_MAX;
+use crate::state::AppState;
+
+/// `search_pages`: `{query, page?}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a JSON object")]
+struct SearchArgs {
+    query: String,
+    page: Option<u64>,
+}
+
+/// `read_page`: `{slug}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a JSON object")]
+struct SlugArgs {
+    slug: String,
+}
+
+/// `list_pages`: `{page?}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a JSON object")]
+struct ListArgs {
+    page: Option<i64>,
+}
+
+/// `update_page`: `{slug, pin, title?, body?}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a JSON object")]
+struct UpdateArgs {
+    slug: String,
+    pin: String,
+    title: Option<String>,
+    body: Option<String>,
+}
+
+/// `archive_page` and `claim_page`: `{slug, pin}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a JSON object")]
+struct PinArgs {
+    slug: String,
+    pin: String,
+}
+
+/// The tools, in the order `tools/list` gives them.
+pub static TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(tools);
+
+fn tools() -> Vec<Tool> {
+    let create = properties(&<CreatePage as utoipa::PartialSchema>::schema());
+    let update = properties(&<UpdatePage as utoipa::PartialSchema>::schema());
+    let field = |props: &JsonObject, name: &str| props.get(name).cloned().unwrap_or(Value::Null);
+    // A PIN shown to change a page: the PIN rules of publishing, given as a string.
+    let mut pin = field(&create, "pin");
+    if let Some(pin) = pin.as_object_mut() {
+        pin.insert("type".into(), json!("string"));
+        pin.insert(
+            "description".into(),
+            json!("The PIN the page was published with (6–64 characters)."),
+        );
+        pin.remove("examples");
+    }
+    let slug = json!({
+        "type": "string",
+        "pattern": SLUG_PATTERN,
+        "description": "The page's slug, as publish_page answered it.",
+    });
+    let read_only = ToolAnnotations::new()
+        .read_only(true)
+        .destructive(false)
+        .open_world(false);
+    let write = |idempotent: bool| {
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .idempotent(idempotent)
+            .open_world(false)
+    };
+    vec![
+        tool(
+            "search_pages",
+            "Search published pages by title (fuzzy: typos and prefixes match). Spends one \
+             search from this client's search budget, as /search does. Answers one page of \
+             results (the ranking of /search) with slug, title, score (0–100), updated_at and marks, plus \
+             total, page, pages, truncated, capped and close_matches (true when a shown \
+             row matched only as a typo-corrected or prefix match).",
+            object(
+                &[
+                    (
+                        "query",
+                        json!({
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": QUERY_MAX,
+                            "description": format!(
+                                "Words of the title, at most {QUERY_MAX} characters \
+                                 (at least 2 after normalization to be searched)."
+                            ),
+                        }),
+                    ),
+                    (
+                        "page",
+                        json!({"type": "integer", "minimum": 1,
+                               "description": "Page of results, from 1 (default 1)."}),
+                    ),
+                ],
+                &["query"],
+            ),
+            read_only.clone(),
+        ),
+        tool(
+            "read_page",
+            "Read one published page: title, Markdown body, version, created_at and \
+             updated_at (unix seconds), url. Archived and claimed pages are not found.",
+            object(&[("slug", slug.clone())], &["slug"]),
+            read_only.clone(),
+        ),
+        tool(
+            "list_pages",
+            "List published pages, newest first, 50 a page: slug, title, version, \
+             updated_at, url; with total and next_page.",
+            object(
+                &[(
+                    "page",
+                    json!({"type": "integer", "minimum": 1, "maximum": MAX_PAGE,
+                           "description": "Page of the list, from 1 (default 1)."}),
+                )],
+                &[],
+            ),
+            read_only,
+        ),
+        tool(
+            "publish_page",
+            "Publish a page. Give a pin to be able to update, archive or claim it later \
+             (it is stored only as a hash and never shown again); a page published \
+             without one can never be changed. The slug is derived from the title when \
+             left out. Spends one write from this client's publish budget.",
+            object(
+                &[
+                    ("title", field(&create, "title")),
+                    ("body", field(&create, "body")),
+                    ("slug", field(&create, "slug")),
+                    ("pin", field(&create, "pin")),
+                ],
+                &["title"],
+            ),
+            write(false),
+        ),
+        tool(
+            "update_page",
+            "Replace a page's title and/or body (give at least one); every accepted update \
+             is a new version. Needs the page's PIN; wrong PINs are counted against this \
+             client (10 an hour) and this page (20 an hour from all clients, then no PIN is \
+             taken for it until the hour ends), as over HTTP. Spends one write from the \
+             publish budget.",
+            object(
+                &[
+                    ("slug", slug.clone()),
+                    ("pin", pin.clone()),
+                    ("title", field(&update, "title")),
+                    ("body", field(&update, "body")),
+                ],
+                &["slug", "pin"],
+            ),
+            write(false),
+        ),
+        tool(
+            "archive_page",
+            "Archive a page: it leaves the list and search at once. Needs its PIN; \
+             archiving again changes nothing. Spends one write from the publish budget.",
+            object(
+                &[("slug", slug.clone()), ("pin", pin.clone())],
+                &["slug", "pin"],
+            ),
+            write(true),
+        ),
+        tool(
+            "claim_page",
+            "Claim a page: it leaves the list, search and its public URL at once. Needs its \
+             PIN; claiming again changes nothing. Spends one write from the publish budget.",
+            object(&[("slug", slug), ("pin", pin)], &["slug", "pin"]),
+            write(true),
+        ),
+    ]
+}
+
+fn tool(
+    name: &'static str,
+    description: &'static str,
+    schema: JsonObject,
+    hints: ToolAnnotations,
+) -> Tool {
+    Tool::new(name, description, Arc::new(schema)).with_annotations(hints)
+}
+
+/// The `properties` of a derived schema object, as JSON.
+fn properties(schema: &impl Serialize) -> JsonObject {
+    let value = serde_json::to_value(schema).expect("a schema serializes");
+    match value.get("properties") {
+        Some(Value::Object(props)) => props.clone(),
+        _ => JsonObject::new(),
+    }
+}
+
+/// An object schema of `props`, `required` ones required, nothing else allowed.
+fn object(props: &[(&str, Value)], required: &[&str]) -> JsonObject {
+    let props: JsonObject = props
+        .iter()
+        .map(|(name, schema)| ((*name).to_owned(), schema.clone()))
+        .collect();
+    let mut schema = JsonObject::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert("properties".into(), Value::Object(props));
+    if !required.is_empty() {
+        schema.insert("required".into(), json!(required));
+    }
+    schema.insert("additionalProperties".into(), json!(false));
+    schema
+}
+
+/// The arguments of a call as `T`, refused like an API body.
+fn args<T: DeserializeOwned>(arguments: &Option<JsonObject>) -> Result<T, ApiError> {
+    let object = arguments.clone().unwrap_or_default();
+    let bytes = serde_json::to_vec(&Value::Object(object)).expect("JSON serializes");
+    body::parse(&bytes)
+}
+
+/// Runs tool `name` for `caller`; `None` for a tool that does not exist.
+pub async fn call(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    arguments: &Option<JsonObject>,
+) -> Option<CallToolResult> {
+    let result = match name {
+        "search_pages" => search_pages(state, caller, arguments).await,
+        "read_page" => read_page(state, caller, arguments).await,
+        "list_pages" => list_pages(state, caller, arguments).await,
+        "publish_page" => publish_page(state, caller, arguments).await,
+        "update_page" => update_page(state, caller, arguments).await,
+        "archive_page" => pin_change(state, caller, arguments, Change::Archive).await,
+        "claim_page" => pin_change(state, caller, arguments, Change::Claim).await,
+        _ => return None,
+    };
+    Some(result.unwrap_or_else(|e| problem_result(e.problem())))
+}
+
+async fn search_pages(
+    state: &AppState,
+    caller: &Caller,
+    arguments: &Option<JsonObject>,
+) -> Result<CallToolResult, ApiError> {
+    let input: SearchArgs = args(arguments)?;
+    let encode = |s: &str| {
+        percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+    };
+    let mut query = format!("q={}", encode(&input.query));
+    if let Some(page) = input.page {
+        query.push_str(&format!("&page={page}"));
+    }
+    Ok(
+        match search::search_json(state, &query, &caller.client).await {
+            JsonReply::Ok(body) => {
+                let answer: Value = serde_json::from_slice(&body)
+                    .map_err(|e| ApiError::Internal(anyhow::Error::new(e)))?;
+                let text = search_text(&answer);
+                structured(answer, text)
+            }
+            JsonReply::Problem(problem) => problem_result(problem),
+        },
+    )
+}
+
+/// The search answer in a few lines: the count, then one line per result.
+fn search_text(answer: &Value) -> String {
+    if let Some(message) = answer.get("message").and_then(Value::as_str) {
+        return message.to_owned();
+    }
+    let results = answer.get("results").and_then(Value::as_array);
+    let number = |name: &str| answer.get(name).and_then(Value::as_u64).unwrap_or(0);
+    let mut text = format!(
+        "{} matching pages; page {} of {}.",
+        number("total"),
+        number("page"),
+        number("pages")
+    );
+    for row in results.into_iter().flatten() {
+        let field = |name: &str| row.get(name).and_then(Value::as_str).unwrap_or("");
+        let score = row.get("score").and_then(Value::as_f64).unwrap_or(0.0);
+        text.push_str(&format!(
+            "\n- {} (slug: {}, score {score:.1})",
+            field("title"),
+            field("slug")
+        ));
+    }
+    text
+}
+
+async fn read_page(
+    state: &AppState,
+    caller: &Caller,
+    arguments: &Option<JsonObject>,
+) -> Result<CallToolResult, ApiError> {
+    let input: SlugArgs = args(arguments)?;
+    let page: PageView = api::read(state, caller, &input.slug).await?;
+    let text = format!(
+        "# {}\n\n{}\n\n(slug {}, version {}, updated_at {}, {})",
+        page.title, page.body, page.slug, page.version, page.updated_at, page.url
+    );
+    Ok(structured(to_value(&page), text))
+}
+
+async fn list_pages(
+    state: &AppState,
+    caller: &Caller,
+    arguments: &Option<JsonObject>,
+) -> Result<CallToolResult, ApiError> {
+    let input: ListArgs = args(arguments)?;
+    let query = ListQuery {
+        page: input.page.map(|p| p.to_string()),
+        per_page: None,
+    };
+    let list: PageList = api::list_pages(state, caller, &query).await?;
+    let mut text = format!(
+        "{} published pages; page {}{}.",
+        list.total,
+        list.page,
+        match list.next_page {
+            Some(next) => format!(", next page {next}"),
+            None => ", the last".to_owned(),
+        }
+    );
+    for row in &list.pages {
+        text.push_str(&format!(
+            "\n- {} (slug: {}, version {})",
+            row.title, row.slug, row.version
+        ));
+    }
+    Ok(structured(to_value(&list), text))
+}
+
+async fn publish_page(
+    state: &AppState,
+    caller: &Caller,
+    arguments: &Option<JsonObject>,
+) -> Result<CallToolResult, ApiError> {
+    let input: CreatePage = args(arguments)?;
+    let with_pin = input.pin.is_some();
+    let (created, _): (Created, _) = api::publish(state, caller, input).await?;
+    let text = format!(
+        "Published as slug {} (version {}): {}. {}",
+        created.slug,
+        created.version,
+        created.url,
+        if with_pin {
+            "Keep the PIN you gave: it is the only way to change the page."
+        } else {
+            "It has no PIN, so it can never be changed."
+        }
+    );
+    Ok(structured(to_value(&created), text))
+}
+
+async fn update_page(
+    state: &AppState,
+    caller: &Caller,
+    arguments: &Option<JsonObject>,
+) -> Result<CallToolResult, ApiError> {
+    let input: UpdateArgs = args(arguments)?;
+    let slug = api::path_slug(&input.slug)?;
+    let change = UpdatePage {
+        title: input.title,
+        body: input.body,
+    };
+    let (updated, _): (Updated, _) =
+        api::update_page(state, caller, slug, change, Some(input.pin.as_bytes())).await?;
+    let text = format!("Updated {} to version {}.", updated.slug, updated.version);
+    Ok(structured(to_value(&updated), text))
+}
+
+enum Change {
+    Archive,
+    Claim,
+}
+
+async fn pin_change(
+    state: &AppState,
+    caller: &Caller,
+    arguments: &Option<JsonObject>,
+    change: Change,
+) -> Result<CallToolResult, ApiError> {
+    let input: PinArgs = args(arguments)?;
+    let pin = Some(input.pin.as_bytes());
+    let (after, _): (StateChanged, _) = match change {
+        Change::Archive => api::archive_page(state, caller, &input.slug, pin).await?,
+        Change::Claim => api::claim_page(state, caller, &input.slug, pin).await?,
+    };
+    let text = format!(
+        "{} is {} (version {}){}.",
+        after.slug,
+        after.lifecycle,
+        after.version,
+        if after.claimed_at.is_some() {
+            ", claimed"
+        } else {
+            ""
+        }
+    );
+    Ok(structured(to_value(&after), text))
+}
+
+fn to_value(value: &impl Serialize) -> Value {
+    serde_json::to_value(value).expect("an answer serializes")
+}
+
+fn structured(value: Value, text: String) -> CallToolResult {
+    let mut result = CallToolResult::structured(value);
+    result.content = vec![ContentBlock::text(text)];
+    result
+}
+
+/// A tool error carrying `problem`: the document as structured content, and its
+/// words (with the wait, when there is one) as text.
+fn problem_result(mut problem: Problem) -> CallToolResult {
+    if let Some(seconds) = problem.retry_after.as_mut() {
+        *seconds = (*seconds).max(1);
+    }
+    let mut text = format!(
+        "{} {} ({}): {}",
+        problem.status, problem.title, problem.problem_type, problem.detail
+    );
+    if let Some(seconds) = problem.retry_after {
+        text.push_str(&format!(" Retry after {seconds} seconds."));
+    }
+    let mut result = CallToolResult::structured_error(to_value(&problem));
+    result.content = vec![ContentBlock::text(text)];
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_come_from_the_api_rules() {
+        let publish = TOOLS.iter().find(|t| t.name == "publish_page").unwrap();
+        let props = publish.input_schema["properties"].as_object().unwrap();
+        let pin = &props["pin"];
+        assert_eq!(pin["minLength"], json!(crate::pin::PIN_MIN));
+        assert_eq!(pin["maxLength"], json!(crate::pin::PIN_MAX));
+        assert_eq!(
+            pin["pattern"],
+            json!(crate::routes::api::types::PATTERNS.pin)
+        );
+        assert_eq!(props["slug"]["pattern"], json!(SLUG_PATTERN));
+        assert_eq!(
+            props["body"]["maxLength"],
+            json!(crate::domain::BODY_MAX_BYTES)
+        );
+        assert_eq!(publish.input_schema["required"], json!(["title"]));
+        let update = TOOLS.iter().find(|t| t.name == "update_page").unwrap();
+        let props = update.input_schema["properties"].as_object().unwrap();
+        assert_eq!(props["pin"]["type"], json!("string"));
+        assert_eq!(props["pin"]["pattern"], pin["pattern"]);
+        let names: Vec<_> = TOOLS.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(
+            names,
+            [
+                "search_pages",
+                "read_page",
+                "list_pages",
+                "publish_page",
+                "update_page",
+                "archive_page",
+                "claim_page"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_problem_result_is_a_tool_error_with_the_wait() {
+        let result = problem_result(ApiError::TooManyPinFailures { retry_after: 0 }.problem());
+        assert_eq!(result.is_error, Some(true));
+        let doc = result.structured_content.unwrap();
+        assert_eq!(doc["type"], "/problems/too-many-pin-failures");
+        assert_eq!(doc["status"], 429);
+        assert_eq!(doc["retry_after"], 1);
+    }
+
+    #[test]
+    fn a_wrongly_typed_pin_is_never_echoed() {
+        let arguments = json!({"slug": "a", "pin": 987654321});
+        let Value::Object(arguments) = arguments else {
+            unreachable!()
+        };
+        let Err(e) = args::<PinArgs>(&Some(arguments)) else {
+            panic!("a number is not a PIN")
+        };
+        assert!(!e.to_string().contains("987654321"), "{e}");
+    }
+}

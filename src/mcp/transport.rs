@@ -1,0 +1,210 @@
+//! `/mcp` on the service's own listener: the SDK's Streamable HTTP service (stateless,
+//! JSON answers) driven from an actix route.
+//!
+//! Before the SDK sees a request, the route applies what every API request gets:
+//! the `Origin` rule ([`AllowedOrigins`], against DNS rebinding: the transport's
+//! security notes), then the API's body rules (300 KiB, refused from
+//! `Content-Length` first; `AGENT_PAGES_BODY_TIMEOUT_SECS`; a slot among
+//! `AGENT_PAGES_MAX_OPEN_BODIES`), each refusal a problem document. The request's
+//! [`Caller`] (client IP by the trusted-proxy rules, public origin) rides on the
+//! converted request's extensions to the tools. The SDK checks the rest of the
+//! transport (method, `Accept`, `Content-Type`, `MCP-Protocol-Version`, the JSON-RPC
+//! message) and answers those refusals itself.
+
+use std::sync::Arc;
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{web, HttpRequest, HttpResponse};
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use http_body_util::{BodyExt as _, BodyStream, Full};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+use super::PagesMcp;
+use crate::routes::api::body::{self, BODY_LIMIT};
+use crate::routes::api::error::ApiError;
+use crate::routes::api::Caller;
+use crate::routes::problem::Problem;
+use crate::state::AppState;
+
+/// Browser origins `/mcp` accepts beside the service's own
+/// (`AGENT_PAGES_MCP_ALLOWED_ORIGINS`, comma-separated `scheme://host[:port]`, or
+/// `*` for any). A request without `Origin` (agents, command-line clients) is
+/// always accepted; one with an `Origin` that is neither the service's own public
+/// origin nor listed is refused with 403 `/problems/origin-not-allowed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllowedOrigins {
+    any: bool,
+    listed: Vec<String>,
+}
+
+/// A `AGENT_PAGES_MCP_ALLOWED_ORIGINS` entry that is not an origin.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not an origin: write scheme://host or scheme://host:port (or *)")]
+pub struct InvalidOrigin(String);
+
+impl std::str::FromStr for AllowedOrigins {
+    type Err = InvalidOrigin;
+
+    /// Comma-separated origins (`https://app.example`, `http://localhost:3000`) or
+    /// `*`; empty is none. Compared case-insensitively, without a trailing `/`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut allowed = AllowedOrigins::default();
+        for entry in s.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            if entry == "*" {
+                allowed.any = true;
+                continue;
+            }
+            let origin = entry.trim_end_matches('/').to_ascii_lowercase();
+            let valid = ["http://", "https://"].iter().any(|scheme| {
+                origin
+                    .strip_prefix(scheme)
+                    .is_some_and(|host| !host.is_empty() && !host.contains(['/', '@', '?', '#']))
+            });
+            if !valid {
+                return Err(InvalidOrigin(entry.to_owned()));
+            }
+            allowed.listed.push(origin);
+        }
+        Ok(allowed)
+    }
+}
+
+impl AllowedOrigins {
+    /// Whether a request from `origin` (its `Origin` header) is served, when the
+    /// service's own public origin is `own` (`scheme://host`).
+    pub fn allows(&self, origin: &str, own: &str) -> bool {
+        let origin = origin.trim().to_ascii_lowercase();
+        self.any || origin == own || self.listed.contains(&origin)
+    }
+}
+
+/// The SDK's service as `/mcp` runs it.
+pub type Service = StreamableHttpService<PagesMcp, NeverSessionManager>;
+
+/// What the `/mcp` route holds: the SDK's service and the allowed origins.
+pub struct Endpoint {
+    service: Service,
+    origins: AllowedOrigins,
+}
+
+impl Endpoint {
+    /// The endpoint over `state`: stateless (no session, every POST answered on its
+    /// own), JSON answers; Host and Origin are checked by the route, not the SDK
+    /// (its Host list is for loopback-only servers, and the service's own origin is
+    /// the one each request names).
+    pub fn new(state: web::Data<AppState>, origins: AllowedOrigins) -> Self {
+        let config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true)
+            .with_sse_keep_alive(None)
+            .with_sse_retry(None)
+            .disable_allowed_hosts()
+            .disable_allowed_origins()
+            .with_max_request_body_bytes(BODY_LIMIT);
+        let service = StreamableHttpService::new(
+            move || Ok(PagesMcp::new(state.clone())),
+            Arc::new(NeverSessionManager::default()),
+            config,
+        );
+        Self { service, origins }
+    }
+}
+
+/// The `Origin` refusal: a browser page on another site may not drive `/mcp`.
+fn origin_refused() -> HttpResponse {
+    Problem::new(
+        StatusCode::FORBIDDEN,
+        "/problems/origin-not-allowed",
+        "Origin not allowed",
+        "requests to /mcp from this browser origin are refused: see \
+         AGENT_PAGES_MCP_ALLOWED_ORIGINS"
+            .into(),
+    )
+    .response()
+}
+
+/// The route: every method of `/mcp`.
+pub async fn mcp(
+    state: web::Data<AppState>,
+    endpoint: web::Data<Endpoint>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let caller = Caller::of(&req, &state.trusted_proxies);
+    if let Some(origin) = req.headers().get(header::ORIGIN) {
+        let own = caller.origin.url("");
+        let allowed = origin
+            .to_str()
+            .is_ok_and(|origin| endpoint.origins.allows(origin, &own));
+        if !allowed {
+            return Ok(origin_refused());
+        }
+    }
+    let body = if req.method() == actix_web::http::Method::POST {
+        body::read_capped(&state.api.bodies, &req, payload, BODY_LIMIT).await?
+    } else {
+        Vec::new()
+    };
+
+    let mut request = http::Request::builder()
+        .method(req.method().as_str())
+        .uri(req.uri().to_string());
+    for (name, value) in req.headers() {
+        request = request.header(name.as_str(), value.as_bytes());
+    }
+    let mut request = request
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    request.extensions_mut().insert(caller);
+
+    let answer = endpoint.service.handle(request).await;
+    let (parts, body) = answer.into_parts();
+    let status =
+        StatusCode::from_u16(parts.status.as_u16()).map_err(|e| ApiError::Internal(e.into()))?;
+    let mut response = HttpResponse::build(status);
+    for (name, value) in &parts.headers {
+        response.append_header((name.as_str(), value.as_bytes()));
+    }
+    // A JSON answer is one buffer (sent with its length); an event stream is relayed
+    // as it comes.
+    if http_body::Body::size_hint(&body).exact().is_some() {
+        let bytes = body
+            .collect()
+            .await
+            .map(|collected| collected.to_bytes())
+            .unwrap_or_else(|never| match never {});
+        return Ok(response.body(bytes));
+    }
+    let frames = BodyStream::new(body).filter_map(|frame| async move {
+        frame
+            .map(|frame| frame.into_data().ok())
+            .unwrap_or_else(|never| match never {})
+            .map(Ok::<_, std::convert::Infallible>)
+    });
+    Ok(response.streaming(frames))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_parse_and_match() {
+        let allowed: AllowedOrigins = "https://App.example/, http://localhost:3000"
+            .parse()
+            .unwrap();
+        assert!(allowed.allows("https://app.example", "http://pages.example"));
+        assert!(allowed.allows("http://localhost:3000", "http://pages.example"));
+        assert!(!allowed.allows("http://localhost:3001", "http://pages.example"));
+        assert!(allowed.allows("http://pages.example", "http://pages.example"));
+        assert!(!allowed.allows("null", "http://pages.example"));
+        let none = AllowedOrigins::default();
+        assert!(!none.allows("https://evil.example", "http://pages.example"));
+        assert!("*".parse::<AllowedOrigins>().unwrap().allows("null", "x"));
+        for bad in ["app.example", "ftp://a", "https://a/path", "https://"] {
+            assert!(bad.parse::<AllowedOrigins>().is_err(), "{bad}");
+        }
+    }
+}

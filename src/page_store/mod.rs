@@ -1,0 +1,268 @@
+//! Where pages live: one interface for everything the server and the CLI need of
+//! them, chosen once at start-up, as [`crate::budget::store::BudgetStore`] is for
+//! budgets. Routes, the search's candidate snapshot, readiness, the background
+//! compaction and `import` call [`PageStore`] and never learn which database is
+//! behind it.
+//!
+//! - SQLite (the default, `AGENT_PAGES_DATABASE`): [`sqlite::SqlitePages`], the
+//!   service's own file (a read pool, page writes in `BEGIN IMMEDIATE`, the file's
+//!   identity checked around every write).
+//!
+//! A backend is one type implementing [`PageBackend`]; adding one is a module
+//! beside [`sqlite`] and the line in start-up that builds it.
+//!
+//! Every backend keeps the same contract: ids are never reused and versions only
+//! grow; a corpus **generation** moves on every committed change to a page, from
+//! any process, and the pages each generation changed can be asked for
+//! ([`PageStore::changes_since`]), so every replica's snapshot follows every
+//! committed change exactly once, in order.
+
+pub mod records;
+pub mod sqlite;
+
+use std::any::Any;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt as _;
+
+use crate::domain::{NewPage, PageBody, PageTitle};
+pub use records::{
+    Candidate, CandidateRef, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
+    LedgerPage, Page, PageState, PageSummary, PinRecord, StateChange, Upserted,
+};
+
+/// Why the page store has no answer. Callers answer by kind (503 for the first two,
+/// 500 for the last); the text is for logs only, never for responses.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PageStoreError {
+    /// Another writer held the lock past the busy timeout (SQLite): retry in a
+    /// second.
+    #[error("page store busy: {0}")]
+    Busy(String),
+    /// The store cannot keep or serve anything now: the file is gone, replaced or
+    /// not writable, its I/O failed. Nothing was written; retry later.
+    #[error("page store unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else (a bug, corruption, a pool that cannot be built).
+    #[error("page store: {0}")]
+    Failed(String),
+}
+
+/// What every page-store call returns: a boxed future (so [`PageBackend`] is
+/// object-safe) of the answer or a [`PageStoreError`].
+pub type StoreFuture<'a, T> = BoxFuture<'a, Result<T, PageStoreError>>;
+
+/// One page database. Implementations hold their own pools and run their own SQL;
+/// [`PageStore`] is the handle everything else uses.
+pub trait PageBackend: Send + Sync + 'static {
+    /// Which store this is, for logs: `sqlite`, …
+    fn kind(&self) -> &'static str;
+
+    /// Inserts a new page at version 1, created and updated at `now`. A slug the
+    /// writer gave must be free in any state; a derived one takes the first free
+    /// `slug`, `slug-2`, … ([`crate::db::pages::free_slug`] is the rule).
+    fn create(
+        &self,
+        page: NewPage,
+        pin_hash: Option<String>,
+        now: i64,
+    ) -> StoreFuture<'_, Result<Created, CreateRefused>>;
+
+    /// Sets title and/or body of page `id` (`None` keeps it) and bumps its version
+    /// and `updated_at`; returns the new version.
+    fn update(
+        &self,
+        id: i64,
+        title: Option<PageTitle>,
+        body: Option<PageBody>,
+        now: i64,
+    ) -> StoreFuture<'_, i64>;
+
+    /// Archives or claims page `id` (once; again changes nothing).
+    fn change_state(&self, id: i64, change: StateChange, now: i64) -> StoreFuture<'_, PageState>;
+
+    /// The candidate page with this slug, or `None` (unknown, archived or claimed).
+    fn page(&self, slug: String) -> StoreFuture<'_, Option<Page>>;
+
+    /// The candidate count and `limit` candidates from `offset`, newest first
+    /// (`updated_at DESC, id DESC`).
+    fn ledger(&self, offset: i64, limit: i64) -> StoreFuture<'_, LedgerPage>;
+
+    /// Id, PIN hash and state of the page with this slug in any state, for a PIN
+    /// check (the only read of a PIN hash).
+    fn pin_record(&self, slug: String) -> StoreFuture<'_, Option<PinRecord>>;
+
+    /// The corpus generation now (committed changes only).
+    fn generation(&self) -> StoreFuture<'_, i64>;
+
+    /// Every candidate ordered by id, with the generation they were read at (one
+    /// snapshot of the database).
+    fn candidates(&self) -> StoreFuture<'_, (i64, Vec<Candidate>)>;
+
+    /// Hands every candidate to `each`, ordered by id, and returns the generation
+    /// they were read at (one snapshot of the database), as [`Self::candidates`]
+    /// does; a backend that can hands each row over as it is read, so the whole
+    /// table is never held as `Candidate`s (at a million pages those were twice
+    /// the search snapshot's size). The default reads them all first.
+    fn each_candidate(&self, mut each: CandidateSink) -> StoreFuture<'_, i64> {
+        async move {
+            let (generation, list) = self.candidates().await?;
+            list.iter().for_each(|c| each(c.borrowed()));
+            Ok(generation)
+        }
+        .boxed()
+    }
+
+    /// The generation now and the pages changed after `since`, read in one
+    /// snapshot; `None` when the change log no longer reaches back to `since`
+    /// (reload in full).
+    fn changes_since(&self, since: i64) -> StoreFuture<'_, Option<(i64, ChangedPages)>>;
+
+    /// Deletes change-log rows more than `keep` generations old; returns how many.
+    fn compact_changes(&self, keep: i64) -> StoreFuture<'_, usize>;
+
+    /// Number of pages in any state.
+    fn count_all(&self) -> StoreFuture<'_, i64>;
+
+    /// Upserts `pages` by slug in one transaction: all of them or, on any error,
+    /// none ([`crate::db::pages::upsert`] is the rule).
+    fn import(&self, pages: Vec<ImportPage>, now: i64) -> StoreFuture<'_, ImportCounts>;
+
+    /// Whether a write could be kept now, for `/readyz`: `Err` with a few words
+    /// for the answer (the details go to the log).
+    fn check_ready(&self) -> BoxFuture<'_, Result<(), String>>;
+
+    /// Closes the pools (call inside the runtime, before it shuts down).
+    fn close(&self);
+
+    /// The backend itself, for tests that reach into it ([`PageStore::backend`]).
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// What [`PageBackend::each_candidate`] hands each candidate to; it may run on
+/// a blocking thread.
+pub type CandidateSink = Box<dyn FnMut(CandidateRef<'_>) + Send>;
+
+/// A cheap, cloneable handle on the page database.
+#[derive(Clone)]
+pub struct PageStore {
+    backend: Arc<dyn PageBackend>,
+}
+
+impl PageStore {
+    /// The handle on `backend`.
+    pub fn new(backend: impl PageBackend) -> Self {
+        Self {
+            backend: Arc::new(backend),
+        }
+    }
+
+    /// Which store this is, for logs: `sqlite`, …
+    pub fn kind(&self) -> &'static str {
+        self.backend.kind()
+    }
+
+    /// The backend as its own type, when it is a `T` (tests look inside).
+    pub fn backend<T: PageBackend>(&self) -> Option<&T> {
+        self.backend.as_any().downcast_ref()
+    }
+
+    /// [`PageBackend::create`].
+    pub async fn create(
+        &self,
+        page: NewPage,
+        pin_hash: Option<String>,
+        now: i64,
+    ) -> Result<Result<Created, CreateRefused>, PageStoreError> {
+        self.backend.create(page, pin_hash, now).await
+    }
+
+    /// [`PageBackend::update`].
+    pub async fn update(
+        &self,
+        id: i64,
+        title: Option<PageTitle>,
+        body: Option<PageBody>,
+        now: i64,
+    ) -> Result<i64, PageStoreError> {
+        self.backend.update(id, title, body, now).await
+    }
+
+    /// [`PageBackend::change_state`].
+    pub async fn change_state(
+        &self,
+        id: i64,
+        change: StateChange,
+        now: i64,
+    ) -> Result<PageState, PageStoreError> {
+        self.backend.change_state(id, change, now).await
+    }
+
+    /// [`PageBackend::page`].
+    pub async fn page(&self, slug: &str) -> Result<Option<Page>, PageStoreError> {
+        self.backend.page(slug.to_owned()).await
+    }
+
+    /// [`PageBackend::ledger`].
+    pub async fn ledger(&self, offset: i64, limit: i64) -> Result<LedgerPage, PageStoreError> {
+        self.backend.ledger(offset, limit).await
+    }
+
+    /// [`PageBackend::pin_record`].
+    pub async fn pin_record(&self, slug: &str) -> Result<Option<PinRecord>, PageStoreError> {
+        self.backend.pin_record(slug.to_owned()).await
+    }
+
+    /// [`PageBackend::generation`].
+    pub async fn generation(&self) -> Result<i64, PageStoreError> {
+        self.backend.generation().await
+    }
+
+    /// [`PageBackend::candidates`].
+    pub async fn candidates(&self) -> Result<(i64, Vec<Candidate>), PageStoreError> {
+        self.backend.candidates().await
+    }
+
+    /// [`PageBackend::each_candidate`].
+    pub async fn each_candidate(&self, each: CandidateSink) -> Result<i64, PageStoreError> {
+        self.backend.each_candidate(each).await
+    }
+
+    /// [`PageBackend::changes_since`].
+    pub async fn changes_since(
+        &self,
+        since: i64,
+    ) -> Result<Option<(i64, ChangedPages)>, PageStoreError> {
+        self.backend.changes_since(since).await
+    }
+
+    /// [`PageBackend::compact_changes`].
+    pub async fn compact_changes(&self, keep: i64) -> Result<usize, PageStoreError> {
+        self.backend.compact_changes(keep).await
+    }
+
+    /// [`PageBackend::count_all`].
+    pub async fn count_all(&self) -> Result<i64, PageStoreError> {
+        self.backend.count_all().await
+    }
+
+    /// [`PageBackend::import`].
+    pub async fn import(
+        &self,
+        pages: Vec<ImportPage>,
+        now: i64,
+    ) -> Result<ImportCounts, PageStoreError> {
+        self.backend.import(pages, now).await
+    }
+
+    /// [`PageBackend::check_ready`].
+    pub async fn check_ready(&self) -> Result<(), String> {
+        self.backend.check_ready().await
+    }
+
+    /// [`PageBackend::close`].
+    pub fn close(&self) {
+        self.backend.close()
+    }
+}

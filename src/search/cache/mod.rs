@@ -1,0 +1,283 @@
+//! The Cache actor: owns the LRU of immutable search results, keyed by
+//! (match copy, corpus fingerprint), and the single flight of each search being
+//! scored now. The key and the entry are in [`entry`], which this actor and the
+//! view that hits read ([`view`]) both import.
+//!
+//! [`Lookup`] decides, in one message, what a search that reached gate 5 does: use a
+//! cached result ([`Answer::Hit`]), wait for the scoring already running for its key
+//! ([`Answer::Wait`], a join), start a new scoring in a free scorer slot (also
+//! [`Answer::Wait`], as its leader), or be refused because no slot is free
+//! ([`Answer::Busy`]). Doing all of it inside one actor message makes "at most one
+//! scoring per key" and "a join never takes a slot" hold without locks.
+//!
+//! The actor owns each flight from start to end, like moka's `get_with` or Go's
+//! `singleflight.Do`: the handler that records a flight also starts its scoring as a
+//! future of this actor's own context, and that future (not any request) stores the
+//! result and tells the waiters. A caller can vanish at any point (before its message
+//! is handled, while it waits, or never polled again) without leaving a key in flight.
+//!
+//! Hits need no message: the actor publishes its entries in a [`CacheView`] that
+//! handlers read, and applies the uses they log to its LRU order before it evicts
+//! (see [`view`]). It stays the only writer of both.
+//!
+//! Admission: the request's admission permit travels in [`Lookup`]. A hit, a join or
+//! a busy answer drops it at once (the ceiling counts computations, not cheap
+//! waiters); a leader's permit moves into the flight and is dropped when the scoring
+//! ends, however it ends.
+
+mod entry;
+pub mod view;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use actix::{
+    Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult, WrapFuture,
+};
+use hashlink::LruCache;
+use prometheus::Histogram;
+use tokio::sync::{oneshot, OwnedSemaphorePermit};
+
+use crate::search::corpus::Snapshot;
+use crate::search::scorer::ScorerPool;
+use view::{CacheView, Published};
+
+pub use entry::{Attachment, CacheKey, CachedResult, Entry, MAX_PAGES};
+
+/// How a scoring ended, as its waiters see it: the entry, or `Err` when it
+/// panicked or could not run (every waiter answers 500).
+pub type FlightOutcome = Result<Arc<Entry>, ScoringFailed>;
+
+/// The scoring of a flight produced no result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the scoring of this search failed")]
+pub struct ScoringFailed;
+
+/// What gate 5 decided for one search.
+#[derive(Debug)]
+pub enum Answer {
+    /// The LRU had it.
+    Hit(Arc<Entry>),
+    /// A scoring for this key runs (owned by the Cache actor); its outcome arrives
+    /// on `outcome`. `led` is true when this request's lookup started it (a miss),
+    /// false when it joined one already running.
+    Wait {
+        led: bool,
+        outcome: oneshot::Receiver<FlightOutcome>,
+    },
+    /// A miss with every scorer slot taken: 503.
+    Busy,
+}
+
+/// Decide a search's path at gate 5 (see [`Answer`]): `snapshot` is what a leader
+/// scores over (its fingerprint is `key.fingerprint`); `admission` is the request's
+/// admission permit, released at once unless this lookup leads a scoring.
+pub struct Lookup {
+    pub key: CacheKey,
+    pub snapshot: Arc<Snapshot>,
+    pub admission: OwnedSemaphorePermit,
+}
+
+impl Message for Lookup {
+    type Result = Answer;
+}
+
+/// (LRU entries, keys being scored, requests waiting on them), for metrics and tests.
+pub struct Stats;
+
+/// See [`Stats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheStats {
+    pub entries: usize,
+    pub flights: usize,
+    pub waiters: usize,
+}
+
+impl Message for Stats {
+    type Result = CacheStats;
+}
+
+/// Apply the uses logged by hits to the LRU order now (sent by the hit that fills
+/// the log to [`view::TOUCH_LOG_FLUSH`]).
+pub struct ApplyTouches;
+
+impl Message for ApplyTouches {
+    type Result = ();
+}
+
+/// The actor. Build it with [`Cache::new`] and start it on an actix arbiter.
+pub struct Cache {
+    /// The LRU order: entry ids, least recently used first, with their keys. The
+    /// entries themselves are in `view`.
+    lru: LruCache<u64, CacheKey>,
+    capacity: usize,
+    next_id: u64,
+    view: CacheView,
+    /// The waiters of each key being scored now; an entry exists exactly while its
+    /// scoring future runs in this actor's context.
+    flights: HashMap<CacheKey, Vec<oneshot::Sender<FlightOutcome>>>,
+    scorers: ScorerPool,
+    /// Rows a page shows (`SEARCH_RESULT_LIMIT`); a scoring keeps [`MAX_PAGES`]
+    /// times as many.
+    result_limit: usize,
+    /// Observes each scoring's duration, in seconds.
+    scoring_seconds: Histogram,
+}
+
+impl Cache {
+    /// An empty cache of `capacity` entries (at least 1) that scores misses in
+    /// `scorers`, showing `result_limit` rows a page (and keeping [`MAX_PAGES`] pages).
+    pub fn new(
+        capacity: usize,
+        scorers: ScorerPool,
+        result_limit: usize,
+        scoring_seconds: Histogram,
+    ) -> Self {
+        Self {
+            lru: LruCache::new_unbounded(),
+            capacity: capacity.max(1),
+            next_id: 0,
+            view: CacheView::default(),
+            flights: HashMap::new(),
+            scorers,
+            result_limit,
+            scoring_seconds,
+        }
+    }
+
+    /// The view handlers find hits in (see [`view`]).
+    pub fn view(&self) -> CacheView {
+        self.view.clone()
+    }
+
+    /// Moves the entries hits used since last time to the recent end, in the order
+    /// they were used; an id already evicted is skipped.
+    fn apply_touches(&mut self) {
+        for id in self.view.take_touches() {
+            self.lru.get(&id);
+        }
+    }
+
+    /// Stores `entry` under `key`, evicting the least recently used entry when
+    /// full (after applying every logged use, so the choice is exact).
+    fn store(&mut self, key: CacheKey, entry: Arc<Entry>) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let (lru, capacity) = (&mut self.lru, self.capacity);
+        self.view.update(|entries, touches| {
+            for used in touches {
+                lru.get(&used);
+            }
+            if let Some(old) = entries.get(&key) {
+                lru.remove(&old.id);
+            }
+            while lru.len() >= capacity {
+                let Some((_, evicted)) = lru.remove_lru() else {
+                    break;
+                };
+                entries.remove(&evicted);
+            }
+            lru.insert(id, key.clone());
+            entries.insert(key, Published { id, entry });
+        });
+    }
+
+    /// A flight ended: store a success in the LRU, tell every waiter, forget the key.
+    fn finish(&mut self, key: CacheKey, outcome: FlightOutcome) {
+        if let Ok(entry) = &outcome {
+            self.store(key.clone(), entry.clone());
+        }
+        for waiter in self.flights.remove(&key).unwrap_or_default() {
+            // A waiter whose client went away dropped its receiver; nothing to do.
+            let _ = waiter.send(outcome.clone());
+        }
+    }
+}
+
+impl Actor for Cache {
+    type Context = Context<Self>;
+}
+
+impl Handler<Lookup> for Cache {
+    type Result = MessageResult<Lookup>;
+
+    fn handle(&mut self, msg: Lookup, ctx: &mut Self::Context) -> Self::Result {
+        let Lookup {
+            key,
+            snapshot,
+            admission,
+        } = msg;
+        // Uses logged before this lookup come first in the LRU order.
+        self.apply_touches();
+        if let Some(published) = self.view.get(&key) {
+            self.lru.get(&published.id);
+            return MessageResult(Answer::Hit(published.entry));
+        }
+        if let Some(waiters) = self.flights.get_mut(&key) {
+            // Forget joiners whose clients went away, so a long scoring under a
+            // stream of joins holds only live waiters.
+            waiters.retain(|w| !w.is_closed());
+            let (tx, rx) = oneshot::channel();
+            waiters.push(tx);
+            return MessageResult(Answer::Wait {
+                led: false,
+                outcome: rx,
+            });
+        }
+        let Ok(slot) = self.scorers.try_acquire() else {
+            return MessageResult(Answer::Busy);
+        };
+        let (tx, rx) = oneshot::channel();
+        self.flights.insert(key.clone(), vec![tx]);
+        let page_size = self.result_limit;
+        let scoring = self.scorers.score(
+            slot,
+            key.match_copy.clone(),
+            snapshot,
+            page_size.saturating_mul(MAX_PAGES),
+            page_size,
+        );
+        let query = key.match_copy.clone();
+        let timer = self.scoring_seconds.start_timer();
+        let flight = async move {
+            let scored = scoring.await;
+            timer.observe_duration();
+            drop(admission);
+            scored
+                .map(|result| Arc::new(Entry::new(CachedResult::new(result, query, page_size))))
+                .map_err(|e| {
+                    tracing::error!(error = %e, "scoring failed");
+                    ScoringFailed
+                })
+        };
+        ctx.spawn(
+            flight
+                .into_actor(self)
+                .map(move |outcome, cache, _| cache.finish(key, outcome)),
+        );
+        MessageResult(Answer::Wait {
+            led: true,
+            outcome: rx,
+        })
+    }
+}
+
+impl Handler<ApplyTouches> for Cache {
+    type Result = ();
+
+    fn handle(&mut self, _: ApplyTouches, _: &mut Self::Context) {
+        self.apply_touches();
+    }
+}
+
+impl Handler<Stats> for Cache {
+    type Result = MessageResult<Stats>;
+
+    fn handle(&mut self, _: Stats, _: &mut Self::Context) -> Self::Result {
+        MessageResult(CacheStats {
+            entries: self.lru.len(),
+            flights: self.flights.len(),
+            waiters: self.flights.values().map(Vec::len).sum(),
+        })
+    }
+}

@@ -1,0 +1,129 @@
+"""Drives agent-pages with the official Python MCP SDK client (PyPI `mcp`, pinned in
+.ci/run), as an agent would: over Streamable HTTP (`--http URL`, the SDK's default
+"auto" negotiation, then the legacy `initialize` handshake) and through the stdio
+bridge (`--stdio BINARY URL`, `agent-pages mcp --url URL` launched by the SDK).
+
+Each session lists the tools, publishes a page with a PIN, finds it with
+search_pages, updates it, reads it, tries a wrong PIN, archives it and reads it
+again (gone). Prints one JSON line per session: what the Rust test checks.
+Any surprise raises, so the process exits non-zero.
+"""
+
+import asyncio
+import json
+import sys
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+PIN = "python sdk pin"
+TOOLS = {
+    "search_pages",
+    "read_page",
+    "list_pages",
+    "publish_page",
+    "update_page",
+    "archive_page",
+    "claim_page",
+}
+
+
+def ok(result, what):
+    if result.is_error:
+        raise AssertionError(f"{what} failed: {result.content}")
+    if not isinstance(result.structured_content, dict):
+        raise AssertionError(f"{what}: no structured content")
+    if not result.content or not result.content[0].text:
+        raise AssertionError(f"{what}: no text")
+    return result.structured_content
+
+
+def refused(result, what):
+    if not result.is_error:
+        raise AssertionError(f"{what} was not refused: {result.structured_content}")
+    return result.structured_content
+
+
+async def session(server, label, title, mode="auto"):
+    async with Client(server, mode=mode) as client:
+        version = client.protocol_version
+        tools = await client.list_tools()
+        names = {tool.name for tool in tools.tools}
+        if names != TOOLS:
+            raise AssertionError(f"tools: {sorted(names)}")
+        schemas = {tool.name: tool.input_schema for tool in tools.tools}
+
+        created = ok(
+            await client.call_tool(
+                "publish_page", {"title": title, "body": "First words.", "pin": PIN}
+            ),
+            "publish_page",
+        )
+        slug = created["slug"]
+        found = ok(
+            await client.call_tool("search_pages", {"query": title.split()[0]}),
+            "search_pages",
+        )
+        slugs = [row["slug"] for row in found["results"]]
+        if slug not in slugs:
+            raise AssertionError(f"search_pages did not find {slug}: {slugs}")
+        updated = ok(
+            await client.call_tool(
+                "update_page", {"slug": slug, "pin": PIN, "body": "Second words."}
+            ),
+            "update_page",
+        )
+        page = ok(await client.call_tool("read_page", {"slug": slug}), "read_page")
+        if page["body"] != "Second words." or page["version"] != updated["version"]:
+            raise AssertionError(f"read_page: {page}")
+        wrong = refused(
+            await client.call_tool(
+                "archive_page", {"slug": slug, "pin": "not the pin at all"}
+            ),
+            "a wrong PIN",
+        )
+        archived = ok(
+            await client.call_tool("archive_page", {"slug": slug, "pin": PIN}),
+            "archive_page",
+        )
+        gone = refused(
+            await client.call_tool("read_page", {"slug": slug}), "reading a gone page"
+        )
+        listed = ok(await client.call_tool("list_pages", {}), "list_pages")
+        print(
+            json.dumps(
+                {
+                    "label": label,
+                    "protocol_version": version,
+                    "server": client.server_info.name if client.server_info else None,
+                    "tools": sorted(names),
+                    "publish_pin_pattern": schemas["publish_page"]["properties"]["pin"].get("pattern"),
+                    "slug": slug,
+                    "found": slugs,
+                    "close_matches": found.get("close_matches"),
+                    "updated_version": updated["version"],
+                    "read_body": page["body"],
+                    "wrong_pin": wrong,
+                    "archived": archived,
+                    "gone": gone,
+                    "listed": [row["slug"] for row in listed["pages"]],
+                }
+            ),
+            flush=True,
+        )
+
+
+async def main(argv):
+    if argv[1] == "--http":
+        url = argv[2]
+        await session(url, "http", "Python walrus notes")
+        await session(url, "http-legacy", "Python narwhal notes", mode="legacy")
+    elif argv[1] == "--stdio":
+        binary, url = argv[2], argv[3]
+        params = StdioServerParameters(command=binary, args=["mcp", "--url", url])
+        await session(params, "stdio", "Python pelican notes")
+    else:
+        raise SystemExit(f"usage: {argv[0]} --http URL | --stdio BINARY URL")
+
+
+asyncio.run(main(sys.argv))

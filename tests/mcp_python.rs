@@ -1,0 +1,162 @@
+//! `/mcp` and `agent-pages mcp --url` driven by the official Python MCP SDK client
+//! (PyPI `mcp`, pinned in `.ci/run`, which installs it in a venv under
+//! `~/.cache/agent-pages-ci/mcp`): `tests/mcp_client.py` connects over Streamable
+//! HTTP (the SDK's default negotiation, which offers the 2026-07-28 revision first,
+//! then the `initialize` handshake) and through the stdio bridge (the SDK launches
+//! the real binary), lists the tools, publishes with a PIN, finds the page with
+//! `search_pages`, updates, reads, archives it; this test checks what it printed and
+//! what the server stored.
+//!
+//! Without the venv (a developer machine that never ran `.ci/run`) the test says so
+//! and passes; under CI (`CI` set) a missing venv fails it.
+
+#[path = "common/mod.rs"]
+mod helpers;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+use helpers::spawn_app;
+
+/// The venv's Python with `mcp` installed: `AGENT_PAGES_MCP_PYTHON`, else
+/// `~/.cache/agent-pages-ci/mcp/bin/python`.
+fn python() -> Option<PathBuf> {
+    std::env::var_os("AGENT_PAGES_MCP_PYTHON")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let home = PathBuf::from(std::env::var_os("HOME")?);
+            Some(home.join(".cache/agent-pages-ci/mcp/bin/python"))
+        })
+        .filter(|p| p.is_file())
+}
+
+/// Runs the client script with `args`; its JSON lines, by label.
+fn run_client(python: &PathBuf, args: &[&str]) -> Vec<Value> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
+    let out = Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("running the Python MCP client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the Python MCP client failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// What every session must have seen.
+fn check_session(app: &helpers::TestApp, session: &Value, version: &str) {
+    let label = &session["label"];
+    assert_eq!(session["protocol_version"], version, "{label}");
+    assert_eq!(session["server"], "agent-pages", "{label}");
+    assert_eq!(session["tools"].as_array().unwrap().len(), 7, "{label}");
+    assert_eq!(
+        session["publish_pin_pattern"],
+        Value::String(agent_pages::routes::api::types::PATTERNS.pin.clone()),
+        "{label}"
+    );
+    let slug = session["slug"].as_str().unwrap();
+    assert!(
+        session["found"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == slug),
+        "{label}: search_pages found it"
+    );
+    assert_eq!(session["updated_version"], 2, "{label}");
+    assert_eq!(session["read_body"], "Second words.", "{label}");
+    assert_eq!(
+        session["wrong_pin"]["type"], "/problems/wrong-pin",
+        "{label}"
+    );
+    assert_eq!(session["wrong_pin"]["status"], 403, "{label}");
+    assert_eq!(session["archived"]["lifecycle"], "archived", "{label}");
+    assert_eq!(session["archived"]["version"], 3, "{label}");
+    assert_eq!(session["gone"]["type"], "/problems/not-found", "{label}");
+    assert!(
+        !session["listed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == slug),
+        "{label}: an archived page leaves the list"
+    );
+    let (version, lifecycle): (i64, String) = app
+        .conn()
+        .query_row(
+            "SELECT current_version, lifecycle FROM pages WHERE slug = ?1",
+            [slug],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((version, lifecycle.as_str()), (3, "archived"), "{label}");
+}
+
+#[actix_web::test]
+async fn the_official_python_client_uses_every_tool_over_http_and_stdio() {
+    let Some(python) = python() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the Python MCP SDK venv is missing: .ci/run installs it"
+        );
+        eprintln!(
+            "SKIPPED: the Python MCP SDK is not installed (python3 -m venv \
+             ~/.cache/agent-pages-ci/mcp && ~/.cache/agent-pages-ci/mcp/bin/pip install \
+             mcp==2.3.0, or run .ci/run)"
+        );
+        return;
+    };
+    let app = spawn_app().await;
+    let url = format!("{}/mcp", app.address);
+    // The client blocks; the server runs on this thread's runtime meanwhile.
+    let http = {
+        let (python, url) = (python.clone(), url.clone());
+        actix_web::rt::task::spawn_blocking(move || run_client(&python, &["--http", &url]))
+            .await
+            .unwrap()
+    };
+    assert_eq!(http.len(), 2, "{http:?}");
+    check_session(&app, &http[0], "2026-07-28");
+    check_session(&app, &http[1], "2025-11-25");
+
+    let binary = env!("CARGO_BIN_EXE_agent-pages");
+    let stdio = actix_web::rt::task::spawn_blocking(move || {
+        run_client(&python, &["--stdio", binary, &url])
+    })
+    .await
+    .unwrap();
+    assert_eq!(stdio.len(), 1, "{stdio:?}");
+    check_session(&app, &stdio[0], "2026-07-28");
+    // Every write of the three sessions came from this machine and spent the
+    // publish budget of 127.0.0.1 (no proxy header): 4 writes a session.
+    let spent = app
+        .state
+        .budgets
+        .publish
+        .keys(&agent_pages::client_ip::ClientIp::from_addr(
+            "127.0.0.1".parse().unwrap(),
+        ));
+    let count: i64 = app
+        .conn()
+        .query_row(
+            "SELECT count FROM rate_limit_counters WHERE bucket = ?1",
+            [&spent.0[1]],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        count, 12,
+        "publish, update, wrong archive, archive: 4 a session"
+    );
+}
