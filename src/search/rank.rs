@@ -528,4 +528,84 @@ mod tests {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<RankIndex>();
     }
+
+    /// Queries made from the bundled demo corpus (real Debian titles) the way
+    /// the relevance sets make theirs: two or three words of a title, in order
+    /// or reordered, the last one unfinished, one with a typo, with common
+    /// words added. Every 113th title gives five.
+    fn demo_queries(titles: &[String]) -> Vec<String> {
+        let mut queries = Vec::new();
+        for (n, title) in titles.iter().enumerate().step_by(113) {
+            let words: Vec<&str> = title.split_whitespace().collect();
+            if words.len() < 2 {
+                continue;
+            }
+            let (a, b) = (words[0], words[1]);
+            let last = words[words.len() - 1];
+            queries.push(format!("{a} {b}"));
+            queries.push(format!("{last} {a}"));
+            let head: String = b.chars().take(4).collect();
+            queries.push(format!("{a} {head}"));
+            let mut typo: Vec<char> = words
+                .iter()
+                .max_by_key(|w| w.len())
+                .unwrap()
+                .chars()
+                .collect();
+            if typo.len() > 3 {
+                let k = n % (typo.len() - 1);
+                typo.swap(k, k + 1);
+            }
+            queries.push(format!("{} for the", typo.iter().collect::<String>()));
+            queries.push(words.iter().take(3).copied().collect::<Vec<_>>().join(" "));
+        }
+        queries
+    }
+
+    #[test]
+    fn on_the_demo_corpus_the_top_rows_equal_the_head_of_scoring_every_title() {
+        // The reference: `limit` unbounded scores every matching title (no word
+        // left out of the candidates, no bound-based skipping) and sorts them.
+        use std::io::Read as _;
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(crate::import::DEMO_CORPUS_GZ)
+            .read_to_string(&mut text)
+            .unwrap();
+        let titles: Vec<String> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| Some(v.get("title")?.as_str()?.to_owned()))
+            .collect();
+        assert!(titles.len() > 5_000, "{}", titles.len());
+        let index = RankIndex::build(
+            titles
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i as i64, t.as_str())),
+        );
+        let queries = demo_queries(&titles);
+        assert!(queries.len() > 100, "{}", queries.len());
+        let mut pruned_something = 0;
+        for query in &queries {
+            let full = rank(&index, query, usize::MAX);
+            assert_eq!(full.rows.len(), full.total, "{query:?}");
+            assert!(
+                full.rows.windows(2).all(|w| w[0].score >= w[1].score),
+                "{query:?}"
+            );
+            for limit in [1, 10, 50] {
+                let top = rank(&index, query, limit);
+                assert_eq!(
+                    (top.total, top.truncated),
+                    (full.total, full.total > limit.min(full.total)),
+                    "{query:?} limit {limit}"
+                );
+                let n = limit.min(full.rows.len());
+                assert_eq!(top.rows[..], full.rows[..n], "{query:?} limit {limit}");
+                pruned_something += usize::from(full.total > limit);
+            }
+        }
+        // The pruning paths were taken, not only the trivial ones.
+        assert!(pruned_something > queries.len(), "{pruned_something}");
+    }
 }
