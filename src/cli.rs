@@ -1,5 +1,5 @@
-//! The command line: `serve`, `import FILE`, `migrate`, `mcp --url URL` (clap,
-//! `--help` on each).
+//! The command line: `serve`, `import FILE`, `migrate`, `copy`, `mcp --url URL`
+//! (clap, `--help` on each).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,9 +8,10 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use crate::clock::{Clock, SystemClock};
-use crate::configuration::{DatabaseArgs, ServeArgs, Settings};
+use crate::configuration::{BudgetDatabaseArgs, DatabaseArgs, ServeArgs, Settings};
 use crate::page_store::sqlite::SqlitePages;
 use crate::page_store::PageStore;
+use crate::pg::PgSettings;
 use crate::startup::Application;
 use crate::telemetry::{self, LogFormat};
 use crate::{db, import};
@@ -38,8 +39,17 @@ enum Command {
         #[command(flatten)]
         db: DatabaseArgs,
     },
-    /// Apply database migrations and exit.
+    /// Apply the migrations of the database and of the budget database, and exit.
     Migrate {
+        #[command(flatten)]
+        db: DatabaseArgs,
+        #[command(flatten)]
+        budget_db: BudgetDatabaseArgs,
+    },
+    /// Copy every page of the SQLite file (AGENT_PAGES_DATABASE) into the empty
+    /// PostgreSQL database of AGENT_PAGES_DATABASE_URL, keeping ids, slugs,
+    /// versions, states, times and PIN hashes (moved as they are, never re-hashed).
+    Copy {
         #[command(flatten)]
         db: DatabaseArgs,
     },
@@ -70,8 +80,21 @@ pub fn main(release_free_memory: fn()) -> ExitCode {
             Ok(settings) => serve(settings, release_free_memory),
             Err(e) => return config_error(&e.to_string()),
         },
-        Command::Import { file, db } => run_import(&file, &db),
-        Command::Migrate { db } => migrate(&db),
+        Command::Import { file, db } => match db.postgres() {
+            Ok(pg) => run_import(&file, &db, pg),
+            Err(e) => return config_error(&e.to_string()),
+        },
+        Command::Migrate { db, budget_db } => match db.postgres() {
+            Ok(pg) => migrate(&db, &budget_db, pg),
+            Err(e) => return config_error(&e.to_string()),
+        },
+        Command::Copy { db } => match db.postgres() {
+            Ok(Some(pg)) => copy(&db, &pg),
+            Ok(None) => return config_error(
+                "AGENT_PAGES_DATABASE_URL: copy needs the PostgreSQL database to fill, got nothing",
+            ),
+            Err(e) => return config_error(&e.to_string()),
+        },
         Command::Mcp { url } => crate::mcp::bridge::run(&url),
     };
     match result {
@@ -102,13 +125,22 @@ fn serve(settings: Settings, release_free_memory: fn()) -> anyhow::Result<()> {
     })
 }
 
-fn run_import(file: &std::path::Path, args: &DatabaseArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+/// A runtime for the commands that talk to a store (the CLI is otherwise
+/// synchronous).
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .context("starting the runtime")?;
-    let report = runtime.block_on(async {
-        let store = open_store(args)?;
+        .context("starting the runtime")
+}
+
+fn run_import(
+    file: &std::path::Path,
+    args: &DatabaseArgs,
+    pg: Option<PgSettings>,
+) -> anyhow::Result<()> {
+    let report = runtime()?.block_on(async {
+        let store = open_store(args, pg.as_ref()).await?;
         let now = SystemClock.now();
         let report = if file.as_os_str() == "-" {
             import::import_into(&store, std::io::stdin().lock(), None, now).await
@@ -136,9 +168,58 @@ fn run_import(file: &std::path::Path, args: &DatabaseArgs) -> anyhow::Result<()>
     Ok(())
 }
 
-fn migrate(args: &DatabaseArgs) -> anyhow::Result<()> {
-    open_migrated(args)?;
-    println!("migrations applied to {}", args.database.display());
+fn migrate(
+    args: &DatabaseArgs,
+    budget: &BudgetDatabaseArgs,
+    pg: Option<PgSettings>,
+) -> anyhow::Result<()> {
+    match pg {
+        None => {
+            open_migrated(args)?;
+            let budget = budget.path_for(&args.database);
+            db::open_budget(&budget)
+                .with_context(|| format!("opening and migrating {}", budget.display()))?;
+            println!(
+                "migrations applied to {} and {}",
+                args.database.display(),
+                budget.display()
+            );
+        }
+        Some(pg) => {
+            runtime()?.block_on(async {
+                let pages = crate::startup::open_postgres(&pg).await?;
+                pages.pg().close();
+                pages.control().close();
+                anyhow::Ok(())
+            })?;
+            println!("migrations applied to {}", pg.describe());
+        }
+    }
+    Ok(())
+}
+
+fn copy(args: &DatabaseArgs, pg: &PgSettings) -> anyhow::Result<()> {
+    let source = &args.database;
+    if !source.is_file() {
+        anyhow::bail!("{} is not a file: nothing to copy", source.display());
+    }
+    let conn = open_migrated(args)?;
+    let copied = runtime()?.block_on(async {
+        let pages = crate::startup::open_postgres(pg).await?;
+        let copied = crate::page_store::moving::copy_sqlite_to_postgres(&conn, pages.pg()).await;
+        pages.pg().close();
+        pages.control().close();
+        copied.context("copying")
+    })?;
+    println!(
+        "copied {} pages from {} to {} ({} with a PIN, {} archived or claimed): ids, slugs, \
+         versions, times and PIN hashes kept",
+        copied.pages,
+        source.display(),
+        pg.describe(),
+        copied.with_pin,
+        copied.gone
+    );
     Ok(())
 }
 
@@ -147,8 +228,12 @@ fn open_migrated(args: &DatabaseArgs) -> anyhow::Result<rusqlite::Connection> {
         .with_context(|| format!("opening and migrating {}", args.database.display()))
 }
 
-/// The page store `args` name, migrated; call inside a Tokio runtime.
-fn open_store(args: &DatabaseArgs) -> anyhow::Result<PageStore> {
+/// The page store `args` name (PostgreSQL when `pg` is given), migrated; call
+/// inside a Tokio runtime.
+async fn open_store(args: &DatabaseArgs, pg: Option<&PgSettings>) -> anyhow::Result<PageStore> {
+    if let Some(pg) = pg {
+        return Ok(PageStore::new(crate::startup::open_postgres(pg).await?));
+    }
     open_migrated(args)?;
     let pages = SqlitePages::open(&args.database, 1)
         .with_context(|| format!("reading {}", args.database.display()))?;

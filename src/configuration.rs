@@ -14,6 +14,7 @@ use crate::budget::Budget;
 use crate::client_ip::TrustedProxies;
 use crate::clock::{Clock, SystemClock};
 use crate::mcp::transport::AllowedOrigins;
+use crate::pg::PgSettings;
 use crate::request_limits::RequestLimits;
 
 /// Where the database lives unless `AGENT_PAGES_DATABASE` says otherwise.
@@ -30,9 +31,86 @@ pub const PIN_FAILURES_PER_PAGE_PER_HOUR: u32 = 20;
 /// Flags shared by every subcommand that opens the database.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DatabaseArgs {
-    /// SQLite file; parent folders are created.
+    /// SQLite file; parent folders are created. Not used when the pages are in
+    /// PostgreSQL (`AGENT_PAGES_DATABASE_URL`).
     #[arg(long, env = "AGENT_PAGES_DATABASE", default_value = DEFAULT_DATABASE)]
     pub database: PathBuf,
+    /// Keep the pages in this PostgreSQL database instead of the SQLite file
+    /// (`postgres://user:password@host:5432/db`, `?sslmode=verify-full` for TLS), so
+    /// replicas on several hosts share them. Unset: SQLite.
+    #[arg(long, env = "AGENT_PAGES_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// A file holding the PostgreSQL URL (a Docker or Kubernetes secret), read when
+    /// AGENT_PAGES_DATABASE_URL is not set.
+    #[arg(long, env = "AGENT_PAGES_DATABASE_URL_FILE")]
+    pub database_url_file: Option<PathBuf>,
+    /// PostgreSQL connections per process.
+    #[arg(long, env = "AGENT_PAGES_DATABASE_POOL", default_value = "16")]
+    pub database_pool: String,
+    /// Milliseconds one PostgreSQL statement may take (the server cancels it; the
+    /// client gives up on a call at 1.5 times this); past it the request is 503.
+    #[arg(long, env = "AGENT_PAGES_DATABASE_TIMEOUT_MS", default_value = "2000")]
+    pub database_timeout_ms: String,
+}
+
+impl DatabaseArgs {
+    /// The PostgreSQL settings when `AGENT_PAGES_DATABASE_URL` is set (and not
+    /// blank); `None` keeps the pages in the SQLite file.
+    ///
+    /// Errors: the URL, pool size or deadline is not usable (the URL is never
+    /// repeated: it may hold a password).
+    pub fn postgres(&self) -> Result<Option<PgSettings>, ConfigError> {
+        let given = self
+            .database_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|url| !url.is_empty());
+        let (variable, url) = match (given, &self.database_url_file) {
+            (Some(url), _) => ("AGENT_PAGES_DATABASE_URL", url.to_owned()),
+            (None, Some(file)) => {
+                let url = std::fs::read_to_string(file).map_err(|e| ConfigError {
+                    variable: "AGENT_PAGES_DATABASE_URL_FILE",
+                    value: file.display().to_string(),
+                    reason: format!("cannot be read ({e})"),
+                })?;
+                ("AGENT_PAGES_DATABASE_URL_FILE", url.trim().to_owned())
+            }
+            (None, None) => return Ok(None),
+        };
+        let mut settings = PgSettings::parse(&url).map_err(|reason| ConfigError {
+            variable,
+            value: "<hidden>".into(),
+            reason,
+        })?;
+        settings.pool_size = number("AGENT_PAGES_DATABASE_POOL", &self.database_pool, 1, 1000)?;
+        settings.statement_timeout = Duration::from_millis(number(
+            "AGENT_PAGES_DATABASE_TIMEOUT_MS",
+            &self.database_timeout_ms,
+            1,
+            600_000,
+        )?);
+        Ok(Some(settings))
+    }
+}
+
+/// Where the budget counters live with SQLite (`serve`, `migrate`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct BudgetDatabaseArgs {
+    /// SQLite file of the search, publish and PIN-failure counters (unused with
+    /// AGENT_PAGES_REDIS_URL); default: beside the database, `NAME.budget.EXT`.
+    #[arg(long, env = "AGENT_PAGES_BUDGET_DATABASE")]
+    pub budget_database: Option<PathBuf>,
+}
+
+impl BudgetDatabaseArgs {
+    /// The budget database of the page database `pages`: the one given, else
+    /// [`crate::db::budget_path_beside`] it.
+    pub fn path_for(&self, pages: &std::path::Path) -> PathBuf {
+        match &self.budget_database {
+            Some(path) if !path.as_os_str().is_empty() => path.clone(),
+            _ => crate::db::budget_path_beside(pages),
+        }
+    }
 }
 
 /// `serve` flags; each also reads the environment variable of the same meaning.
@@ -47,6 +125,8 @@ pub struct ServeArgs {
     pub bind: String,
     #[command(flatten)]
     pub db: DatabaseArgs,
+    #[command(flatten)]
+    pub budget_db: BudgetDatabaseArgs,
     /// Searches per client per minute (the burst window).
     #[arg(long, env = "SEARCH_RATE_PER_MINUTE", default_value = "20")]
     pub search_rate_per_minute: String,
@@ -65,6 +145,11 @@ pub struct ServeArgs {
     /// Entries in the search result LRU.
     #[arg(long, env = "SEARCH_CACHE_ENTRIES", default_value = "256")]
     pub search_cache_entries: String,
+    /// Bytes the search result LRU may keep alive (results, marks, keys and the
+    /// answers rendered from them): a whole number of bytes, or of KiB, MiB or GiB
+    /// (`64MiB`).
+    #[arg(long, env = "SEARCH_CACHE_MAX_BYTES", default_value = "64MiB")]
+    pub search_cache_max_bytes: String,
     /// Result rows shown on a search page.
     #[arg(long, env = "SEARCH_RESULT_LIMIT", default_value = "50")]
     pub search_result_limit: String,
@@ -123,6 +208,12 @@ pub struct Settings {
     /// Where `/metrics` listens; `None` serves no metrics.
     pub metrics_bind: Option<SocketAddr>,
     pub database: PathBuf,
+    /// The budget counters' own SQLite file (used when `redis` is `None`).
+    pub budget_database: PathBuf,
+    /// The pages in PostgreSQL; `None` keeps them (and, without Redis, the budget
+    /// counters) in the SQLite file at `database`. With PostgreSQL and no Redis the
+    /// budget counters are in PostgreSQL too.
+    pub postgres: Option<PgSettings>,
     pub demo: bool,
     pub search: SearchSettings,
     /// Searches per client: `SEARCH_RATE_PER_MINUTE`, `SEARCH_RATE_PER_HOUR`.
@@ -161,6 +252,8 @@ pub struct Settings {
 pub struct SearchSettings {
     pub concurrency: usize,
     pub cache_entries: usize,
+    /// Bytes the cache's entries may keep alive (`SEARCH_CACHE_MAX_BYTES`).
+    pub cache_max_bytes: usize,
     pub result_limit: usize,
     pub max_in_flight: usize,
 }
@@ -170,6 +263,7 @@ impl Default for SearchSettings {
         Self {
             concurrency: 2,
             cache_entries: 256,
+            cache_max_bytes: 64 << 20,
             result_limit: 50,
             max_in_flight: 64,
         }
@@ -183,7 +277,9 @@ impl Settings {
         Self {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             metrics_bind: None,
+            budget_database: crate::db::budget_path_beside(&database),
             database,
+            postgres: None,
             demo: false,
             search: SearchSettings::default(),
             search_budget: Budget::search(20, 200),
@@ -240,6 +336,11 @@ impl Settings {
                 &args.search_cache_entries,
                 1,
                 1_000_000,
+            )?,
+            cache_max_bytes: byte_size(
+                "SEARCH_CACHE_MAX_BYTES",
+                &args.search_cache_max_bytes,
+                1 << 40,
             )?,
             result_limit: number("SEARCH_RESULT_LIMIT", &args.search_result_limit, 1, 1000)?,
             max_in_flight: number(
@@ -301,6 +402,8 @@ impl Settings {
                 .map(|v| socket_addr("AGENT_PAGES_METRICS_BIND", v))
                 .transpose()?,
             database: args.db.database.clone(),
+            budget_database: args.budget_db.path_for(&args.db.database),
+            postgres: args.db.postgres()?,
             demo: args.demo,
             search,
             search_budget,
@@ -345,6 +448,34 @@ where
             variable,
             value: value.to_owned(),
             reason: format!("must be a whole number from {min} to {max}"),
+        })
+}
+
+/// A size in bytes from 1 to `max`: a whole number, optionally followed by `B`,
+/// `KiB`, `MiB` or `GiB` (case aside, spaces allowed between).
+fn byte_size(variable: &'static str, value: &str, max: u64) -> Result<usize, ConfigError> {
+    let text = value.trim();
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let (number, unit) = text.split_at(digits);
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        _ => 0,
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .filter(|n| (1..=max).contains(n))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| ConfigError {
+            variable,
+            value: value.to_owned(),
+            reason: format!(
+                "must be a whole number of bytes from 1 to {max}, or of KiB, MiB or GiB"
+            ),
         })
 }
 
@@ -394,6 +525,79 @@ mod tests {
     }
 
     #[test]
+    fn a_database_url_selects_postgresql_with_its_pool_and_deadline() {
+        let s = parse(&[
+            "--database-url",
+            "postgres://app:pw@db:5432/pages?sslmode=verify-full",
+            "--database-pool",
+            "7",
+            "--database-timeout-ms",
+            "1500",
+        ])
+        .unwrap();
+        let pg = s.postgres.unwrap();
+        assert_eq!(
+            (pg.pool_size, pg.statement_timeout, pg.tls()),
+            (7, std::time::Duration::from_millis(1500), true)
+        );
+        assert_eq!(pg.describe(), "db:5432/pages");
+        assert!(parse(&[]).unwrap().postgres.is_none());
+        assert!(parse(&["--database-url", " "]).unwrap().postgres.is_none());
+    }
+
+    #[test]
+    fn a_bad_database_setting_names_its_variable_and_never_the_password() {
+        for (flags, variable) in [
+            (
+                &["--database-url", "mysql://app:s3cret@db/pages"][..],
+                "AGENT_PAGES_DATABASE_URL",
+            ),
+            (
+                &["--database-url", "postgres://app:s3cret@db:x/pages"],
+                "AGENT_PAGES_DATABASE_URL",
+            ),
+            (
+                &["--database-url", "postgres://db/p", "--database-pool", "0"],
+                "AGENT_PAGES_DATABASE_POOL",
+            ),
+            (
+                &[
+                    "--database-url",
+                    "postgres://db/p",
+                    "--database-timeout-ms",
+                    "x",
+                ],
+                "AGENT_PAGES_DATABASE_TIMEOUT_MS",
+            ),
+            (
+                &["--database-url-file", "/nonexistent/url"],
+                "AGENT_PAGES_DATABASE_URL_FILE",
+            ),
+        ] {
+            let err = parse(flags).err().unwrap();
+            assert_eq!(err.variable, variable, "{flags:?}");
+            assert!(!err.to_string().contains("s3cret"), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_url_can_come_from_a_secret_file_and_is_never_echoed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("url");
+        std::fs::write(&file, "postgres://app:s3cret@db/pages\n").unwrap();
+        let path = file.to_str().unwrap();
+        let pg = parse(&["--database-url-file", path])
+            .unwrap()
+            .postgres
+            .unwrap();
+        assert_eq!(pg.describe(), "db:5432/pages");
+        std::fs::write(&file, "postgres://app:s3cret@db:port/pages").unwrap();
+        let err = parse(&["--database-url-file", path]).err().unwrap();
+        assert_eq!(err.variable, "AGENT_PAGES_DATABASE_URL_FILE");
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+    }
+
+    #[test]
     fn a_bad_redis_url_names_its_variable_and_hides_the_password() {
         for url in ["http://:s3cret@cache", "redis://:s3cret@cache:6379/x"] {
             let err = parse(&["--redis-url", url]).err().unwrap();
@@ -434,6 +638,21 @@ mod tests {
         assert_eq!(err.variable, "AGENT_PAGES_BODY_TIMEOUT_SECS");
         let err = parse(&["--max-open-bodies", "none"]).err().unwrap();
         assert_eq!(err.variable, "AGENT_PAGES_MAX_OPEN_BODIES");
+    }
+
+    #[test]
+    fn a_cache_byte_bound_takes_binary_units_and_names_its_variable() {
+        let max_bytes = |v: &str| {
+            parse(&[&format!("--search-cache-max-bytes={v}")]).map(|s| s.search.cache_max_bytes)
+        };
+        assert_eq!(max_bytes("65536").unwrap(), 65536);
+        assert_eq!(max_bytes("64KiB").unwrap(), 64 << 10);
+        assert_eq!(max_bytes(" 2 mib ").unwrap(), 2 << 20);
+        assert_eq!(max_bytes("1GiB").unwrap(), 1 << 30);
+        for bad in ["0", "", "64MB", "1.5MiB", "-1", "2048GiB", "MiB"] {
+            let err = max_bytes(bad).err().unwrap();
+            assert_eq!(err.variable, "SEARCH_CACHE_MAX_BYTES", "{bad}");
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod markdown;
 pub mod mcp;
 pub mod metrics;
 pub mod page_store;
+pub mod pg;
 pub mod pin;
 pub mod request_limits;
 pub mod routes;

@@ -19,5 +19,6 @@ fn release_free_memory() {
 
 fn main() -> std::process::ExitCode {
     agent_pages::db::tune_sqlite_library();
+    agent_pages::db::storage::report_sigbus();
     agent_pages::cli::main(release_free_memory)
 }

@@ -24,6 +24,8 @@ pub struct Metrics {
     pub slots_busy: IntGauge,
     pub in_flight: IntGauge,
     pub cache_entries: IntGauge,
+    /// Bytes the cache's entries keep alive (bounded by `SEARCH_CACHE_MAX_BYTES`).
+    pub cache_bytes: IntGauge,
     pub candidates: IntGauge,
     pub generation: IntGauge,
 }
@@ -79,6 +81,10 @@ impl Metrics {
                 "Valid search requests between gate 1 and their response.",
             ),
             cache_entries: gauge("search_cache_entries", "Entries in the search result LRU."),
+            cache_bytes: gauge(
+                "search_cache_bytes",
+                "Bytes kept alive by the search result LRU's entries (results, keys, renderings).",
+            ),
             candidates: gauge(
                 "search_candidates",
                 "Candidate pages in the current snapshot.",
@@ -98,6 +104,7 @@ impl Metrics {
             Box::new(metrics.slots_busy.clone()),
             Box::new(metrics.in_flight.clone()),
             Box::new(metrics.cache_entries.clone()),
+            Box::new(metrics.cache_bytes.clone()),
             Box::new(metrics.candidates.clone()),
             Box::new(metrics.generation.clone()),
         ] {

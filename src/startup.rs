@@ -12,14 +12,17 @@ use anyhow::Context as _;
 use tracing_actix_web::TracingLogger;
 
 use crate::budget::error::StoreError;
+use crate::budget::postgres::PgCounters;
 use crate::budget::rate_limiter::RateLimiter;
 use crate::budget::redis::RedisCounters;
 use crate::budget::store::BudgetStore;
 use crate::clock::Clock;
 use crate::configuration::Settings;
 use crate::metrics::Metrics;
+use crate::page_store::postgres::PostgresPages;
 use crate::page_store::sqlite::{self as sqlite_pages, SqlitePages};
 use crate::page_store::PageStore;
+use crate::pg::{Pg, PgSettings};
 use crate::search::cache::Cache;
 use crate::search::corpus::Corpus;
 use crate::search::scorer::ScorerPool;
@@ -78,12 +81,7 @@ impl Application {
     ///
     /// Errors: the database cannot be opened or migrated, or the address not bound.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let conn = db::open_migrated(&settings.database)
-            .with_context(|| format!("opening {}", settings.database.display()))?;
-        let pages = PageStore::new(
-            SqlitePages::open(&settings.database, sqlite_pages::POOL_SIZE)
-                .with_context(|| format!("reading {}", settings.database.display()))?,
-        );
+        let (pages, budget_home) = open_pages(&settings).await?;
         if settings.demo {
             let now = settings.clock.now();
             if let Some(report) = import::load_demo_if_empty(&pages, now)
@@ -98,19 +96,35 @@ impl Application {
             }
         }
 
-        let budget_store = match &settings.redis {
-            None => {
+        let (budget_store, budget_storage) = match (&settings.redis, budget_home) {
+            (None, BudgetHome::Sqlite) => {
+                // The counters' own file: a page write never holds its lock.
+                let budget = db::open_budget(&settings.budget_database)
+                    .with_context(|| format!("opening {}", settings.budget_database.display()))?;
+                let storage = Arc::new(
+                    db::storage::Storage::capture(&settings.budget_database).with_context(
+                        || format!("reading {}", settings.budget_database.display()),
+                    )?,
+                );
                 // The RateLimiter blocks on SQLite: it gets an arbiter (thread) of
                 // its own.
-                let rate_limiter =
-                    RateLimiter::new(conn).context("setting the budget connection")?;
-                BudgetStore::sqlite(RateLimiter::start_in_arbiter(
+                let rate_limiter = RateLimiter::new(budget, storage.clone())
+                    .context("setting the budget connection")?;
+                let store = BudgetStore::sqlite(RateLimiter::start_in_arbiter(
                     &actix::Arbiter::new().handle(),
                     |_| rate_limiter,
-                ))
+                ));
+                (store, Some(storage))
             }
-            Some(redis) => {
-                drop(conn);
+            (None, BudgetHome::Postgres(control, server_clock, epoch)) => {
+                tracing::info!("budget counters in PostgreSQL, beside the pages");
+                let store = BudgetStore::postgres(
+                    PgCounters::new(control.clone(), server_clock, epoch),
+                    control,
+                );
+                (store, None)
+            }
+            (Some(redis), _) => {
                 let counters = RedisCounters::connect_lazily(redis)
                     .context("AGENT_PAGES_REDIS_URL: cannot make a Redis client")?;
                 tracing::info!(
@@ -118,7 +132,7 @@ impl Application {
                     timeout_ms = redis.call_timeout.as_millis() as u64,
                     "budget counters in Redis (connected on first use)"
                 );
-                BudgetStore::redis(counters)
+                (BudgetStore::redis(counters), None)
             }
         };
         let metrics = Arc::new(Metrics::new(&routes::search::outcome::labels(
@@ -137,6 +151,7 @@ impl Application {
         ));
         let cache = Cache::new(
             settings.search.cache_entries,
+            settings.search.cache_max_bytes,
             scorers.clone(),
             settings.search.result_limit,
             metrics.scoring_seconds.clone(),
@@ -180,6 +195,7 @@ impl Application {
             },
             budgets: Budgets {
                 store: budget_store.clone(),
+                storage: budget_storage,
                 search: search_budget,
                 publish: publish_budget,
                 pin_failures: pin_failure_budget,
@@ -298,6 +314,70 @@ impl Application {
     pub fn spawn(self) {
         for server in self.servers {
             actix_web::rt::spawn(server);
+        }
+    }
+}
+
+/// Where the budget counters go when no Redis is set: the SQLite file's write
+/// connection, or the PostgreSQL database of the pages (its control pool, and
+/// whether windows follow the server's clock).
+enum BudgetHome {
+    /// The budget file of its own (`Settings::budget_database`).
+    Sqlite,
+    Postgres(Pg, bool, crate::page_store::postgres::Epoch),
+}
+
+/// How long start-up waits for PostgreSQL to answer (it may start after us, as
+/// in `docker compose up`) before giving up.
+pub const POSTGRES_START_WAIT: Duration = Duration::from_secs(60);
+
+/// The page store `settings` choose, migrated, and where the budget counters can go.
+async fn open_pages(settings: &Settings) -> anyhow::Result<(PageStore, BudgetHome)> {
+    let Some(pg) = &settings.postgres else {
+        drop(
+            db::open_migrated(&settings.database)
+                .with_context(|| format!("opening {}", settings.database.display()))?,
+        );
+        let pages = SqlitePages::open(&settings.database, sqlite_pages::POOL_SIZE)
+            .with_context(|| format!("reading {}", settings.database.display()))?;
+        return Ok((PageStore::new(pages), BudgetHome::Sqlite));
+    };
+    let pages = open_postgres(pg).await?;
+    let home = BudgetHome::Postgres(pages.control().clone(), pg.server_clock, pages.epoch_cell());
+    tracing::info!(
+        postgres = %pg.describe(),
+        tls = pg.tls(),
+        pool = pg.pool_size,
+        timeout_ms = pg.statement_timeout.as_millis() as u64,
+        "pages in PostgreSQL"
+    );
+    Ok((PageStore::new(pages), home))
+}
+
+/// [`PostgresPages::open`], retried each second for [`POSTGRES_START_WAIT`] while
+/// the server does not take connections (not running or starting up yet; the
+/// first failure is logged). Anything else (a refused password, an untrusted
+/// certificate, a failed migration) stops at once.
+pub async fn open_postgres(pg: &PgSettings) -> anyhow::Result<PostgresPages> {
+    let started = std::time::Instant::now();
+    let mut logged = false;
+    loop {
+        match PostgresPages::open(pg).await {
+            Ok(pages) => return Ok(pages),
+            Err(e) if e.is_down() && started.elapsed() < POSTGRES_START_WAIT => {
+                if !logged {
+                    tracing::warn!(
+                        postgres = %pg.describe(),
+                        error = %e,
+                        "PostgreSQL does not answer yet; trying again each second"
+                    );
+                    logged = true;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("opening PostgreSQL at {}", pg.describe()))
+            }
         }
     }
 }

@@ -34,19 +34,24 @@ impl LogFormat {
     }
 }
 
-/// The filter from `RUST_LOG`, `info` when unset or unparseable.
+/// The filter from `RUST_LOG`, `info` when unset or unparseable, with
+/// [`capped`]'s limits.
 pub fn env_filter() -> EnvFilter {
     capped(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
 }
 
-/// `filter` with the MCP SDK held at info: it logs whole requests at debug (tool
-/// arguments: PINs, queries), which must never be written, whatever `RUST_LOG` says.
+/// `filter` with the libraries that log what they carry below `info` held at
+/// `info`, whatever `RUST_LOG` says ([`HELD_AT_INFO`]).
 pub fn capped(filter: EnvFilter) -> EnvFilter {
-    filter.add_directive(RMCP_CAP.parse().expect("a valid directive"))
+    HELD_AT_INFO.iter().fold(filter, |filter, target| {
+        filter.add_directive(format!("{target}=info").parse().expect("a valid directive"))
+    })
 }
 
-/// The most the MCP SDK may log.
-pub const RMCP_CAP: &str = "rmcp=info";
+/// Held at `info`: the MCP SDK logs whole requests at debug (tool arguments: PINs,
+/// queries); tokio-postgres (and its blocking wrapper) every statement's parameters
+/// (page bodies, PIN hashes on the way in). Neither may ever be written.
+pub const HELD_AT_INFO: &[&str] = &["rmcp", "tokio_postgres", "postgres"];
 
 /// Installs the global subscriber writing to `writer` through `filter`.
 /// Errors if a global subscriber is already set.

@@ -1,6 +1,8 @@
 //! Background threads (scorers, Markdown renders) run at a lower priority than the
-//! threads that answer the gates, so a hit, a 429 or a busy 503 never waits behind
-//! throughput work for a CPU.
+//! threads that answer the gates. On a core both want, Linux's scheduler gives a
+//! gate thread about nine times the share of a thread at nice 10 (CFS weights 1024
+//! and 110), so a hit, a 429 or a busy 503 rarely waits behind throughput work: a
+//! weighting, not a guarantee (it can still wait a scheduler slice).
 
 /// Sets the calling thread's nice value to `nice` (Linux: nice is per thread);
 /// elsewhere, or when the kernel refuses, the thread keeps its priority and a

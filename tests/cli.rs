@@ -101,11 +101,30 @@ fn migrate_creates_the_database_and_its_folders_and_runs_once() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let conn = rusqlite::Connection::open(dir.path().join("db/pages.sqlite3")).unwrap();
-    let n: i64 = conn
-        .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
+    let recorded = |file: &str| -> i64 {
+        rusqlite::Connection::open(dir.path().join("db").join(file))
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
+            .unwrap()
+    };
+    let files = |folder: &str| {
+        std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(folder))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension() == Some("sql".as_ref()))
+            .count() as i64
+    };
+    // One row per migration file, in each database's own record.
+    assert_eq!(recorded("pages.sqlite3"), files("migrations"));
+    assert_eq!(recorded("pages.budget.sqlite3"), files("migrations/budget"));
+    // The budget file goes where AGENT_PAGES_BUDGET_DATABASE says.
+    let elsewhere = dir.path().join("counters").join("budget.sqlite3");
+    let out = agent_pages(dir.path())
+        .arg("migrate")
+        .env("AGENT_PAGES_BUDGET_DATABASE", &elsewhere)
+        .output()
         .unwrap();
-    assert_eq!(n, 3, "one row per migration file");
+    assert!(out.status.success(), "{out:?}");
+    assert!(elsewhere.exists());
 }
 
 #[test]
@@ -304,13 +323,90 @@ fn a_kill_9_right_after_a_burst_of_answers_loses_none_of_their_counts() {
     server.0.wait().unwrap();
     let spent = answered.iter().filter(|s| matches!(s, Ok(true))).count() as i64;
     assert!(spent > 0, "{answered:?}");
-    let conn = rusqlite::Connection::open(dir.path().join("db/pages.sqlite3")).unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("db/pages.budget.sqlite3")).unwrap();
     let counted: i64 = conn
         .query_row("SELECT MAX(count) FROM rate_limit_counters", [], |r| {
             r.get(0)
         })
         .unwrap();
     assert_eq!(counted, spent, "every answered search is counted on disk");
+}
+
+#[test]
+fn sigterm_lets_requests_in_flight_finish_and_drops_those_still_busy_when_the_drain_ends() {
+    // `startup::SHUTDOWN_DRAIN`: after SIGTERM the server takes no new connection,
+    // a request already in hand may finish, and one that is still busy when the
+    // drain ends is dropped, so the process exits rather than waiting for it.
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = agent_pages(dir.path());
+    // A body may take an hour: only the drain's end can stop the stalled request.
+    cmd.env("AGENT_PAGES_BODY_TIMEOUT_SECS", "3600");
+    let (mut server, url) = serve(cmd, &[]);
+    let addr = url.trim_start_matches("http://").to_owned();
+    let body = br#"{"title": "Finished during the drain"}"#;
+    let begin = |len: usize| {
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        write!(
+            stream,
+            "POST /api/pages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+             Content-Length: {len}\r\nExpect: 100-continue\r\n\r\n"
+        )
+        .unwrap();
+        // The interim answer: the server holds the request and waits for its body.
+        let mut interim = [0u8; 25];
+        stream.read_exact(&mut interim).unwrap();
+        assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+        stream
+    };
+    let mut finishing = begin(body.len());
+    let mut stalled = begin(1000);
+    stalled.write_all(b"{").unwrap();
+
+    // SAFETY: a plain signal to the child this test started.
+    assert_eq!(
+        unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) },
+        0
+    );
+    // The stop has begun once a new connection is refused.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(&addr).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "still accepting");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+
+    // The request goes on for 3 s into the drain (actix checks a drain's end every
+    // second, so a drain of 0 or 1 s would have dropped it), then its body arrives.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    finishing.write_all(body).unwrap();
+    let mut answer = String::new();
+    finishing.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+
+    // The stalled request never ends by itself; the drain's end drops it.
+    let exit = loop {
+        if let Some(status) = server.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline + std::time::Duration::from_secs(60),
+            "the process waited for the stalled request past its drain"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(exit.success(), "{exit:?}");
+    let mut rest = Vec::new();
+    let _ = stalled.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+    let conn = rusqlite::Connection::open(dir.path().join("db/pages.sqlite3")).unwrap();
+    let titles: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM pages WHERE title = 'Finished during the drain'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(titles, 1);
 }
 
 #[test]

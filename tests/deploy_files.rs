@@ -329,6 +329,128 @@ fn the_scale_override_runs_three_ready_replicas_on_one_budget_in_valkey() {
     );
 }
 
+#[test]
+fn the_hosts_file_runs_replicas_on_postgresql_and_valkey_with_no_secret_in_it() {
+    let compose = resolved_compose_of(&["docker-compose.hosts.yml"]);
+    let env = |name: &str| text(&compose, &["services", "app", "environment", name]).to_owned();
+    assert!(
+        at(&compose, &["services", "app", "deploy", "replicas"])
+            .as_u64()
+            .is_some_and(|n| n >= 2),
+        "several replicas"
+    );
+    assert!(text(&compose, &["services", "postgres", "image"]).starts_with("postgres:15"));
+    assert!(text(&compose, &["services", "valkey", "image"]).starts_with("valkey/valkey:8"));
+
+    // No secret in the file: PostgreSQL's password and the replicas' URL come from
+    // compose secrets (files the operator makes, never committed).
+    let raw = std::fs::read_to_string(repo().join("docker-compose.hosts.yml")).unwrap();
+    for line in raw.lines().filter(|l| !l.trim_start().starts_with('#')) {
+        let lower = line.to_ascii_lowercase();
+        // `password: value` is a secret; `postgres-password:` alone names one.
+        let password_value = lower
+            .split_once("password:")
+            .is_some_and(|(_, value)| !value.trim().is_empty());
+        assert!(
+            !lower.contains("postgres://") && !password_value,
+            "a secret in docker-compose.hosts.yml: {line}"
+        );
+    }
+    assert_eq!(
+        env("AGENT_PAGES_DATABASE_URL_FILE"),
+        "/run/secrets/database-url"
+    );
+    assert!(at(&compose, &["services", "app", "environment"])
+        .get("AGENT_PAGES_DATABASE_URL")
+        .is_none());
+    assert_eq!(
+        text(
+            &compose,
+            &[
+                "services",
+                "postgres",
+                "environment",
+                "POSTGRES_PASSWORD_FILE"
+            ]
+        ),
+        "/run/secrets/postgres-password"
+    );
+    for (service, secret) in [("app", "database-url"), ("postgres", "postgres-password")] {
+        let mounted = at(&compose, &["services", service, "secrets"])
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .any(|s| s.as_str() == Some(secret) || s["source"].as_str() == Some(secret));
+        assert!(mounted, "{service} mounts the secret {secret}");
+        assert!(text(&compose, &["secrets", secret, "file"]).contains("deploy/secrets/"));
+    }
+    let ignored = std::fs::read_to_string(repo().join(".gitignore")).unwrap();
+    assert!(ignored.lines().any(|l| l.trim() == "/deploy/secrets/"));
+
+    // Budgets in Valkey, which the app accepts; the URL setting the app accepts too.
+    agent_pages::budget::redis::RedisSettings::check_url(&env("AGENT_PAGES_REDIS_URL"))
+        .expect("a usable Redis URL");
+    let pool: usize = env("AGENT_PAGES_DATABASE_POOL").parse().unwrap();
+    let deadline: u64 = env("AGENT_PAGES_DATABASE_TIMEOUT_MS").parse().unwrap();
+    assert!((1..=1000).contains(&pool) && (1..=600_000).contains(&deadline));
+
+    // PostgreSQL and Valkey share a network with the replicas, and neither is on
+    // the one subnet the replicas trust for X-Forwarded-For.
+    let app_networks = network_names(&compose, "app");
+    for store in ["postgres", "valkey"] {
+        let networks = network_names(&compose, store);
+        assert!(networks.iter().any(|n| app_networks.contains(n)), "{store}");
+        assert!(
+            !networks.contains(&"backend".to_owned()),
+            "{store} on backend"
+        );
+        assert_eq!(
+            text(
+                &compose,
+                &["services", "app", "depends_on", store, "condition"]
+            ),
+            "service_healthy"
+        );
+        let check = at(&compose, &["services", store, "healthcheck", "test"]);
+        assert!(check.as_sequence().is_some_and(|t| t.len() > 1), "{store}");
+    }
+    assert_eq!(network_names(&compose, "traefik"), ["backend", "edge"]);
+    let subnet = at(&compose, &["networks", "backend", "ipam", "config"])[0]["subnet"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(env("TRUSTED_PROXY_CIDRS"), subnet);
+    for network in ["backend", "store"] {
+        assert_eq!(
+            at(&compose, &["networks", network, "internal"]).as_bool(),
+            Some(true),
+            "{network} has no route out"
+        );
+    }
+
+    // Traffic only to ready replicas: the image's health check and Traefik's.
+    let labels = at(&compose, &["services", "app", "labels"]);
+    assert_eq!(
+        labels["traefik.http.services.agent-pages.loadbalancer.healthcheck.path"].as_str(),
+        Some("/readyz")
+    );
+    assert_eq!(
+        at(&compose, &["services", "app", "healthcheck", "test"]),
+        at(
+            &resolved_compose(),
+            &["services", "app", "healthcheck", "test"]
+        )
+    );
+    let traefik: Vec<&str> = at(&compose, &["services", "traefik", "command"])
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let backend_name = text(&compose, &["networks", "backend", "name"]);
+    assert!(traefik.contains(&&*format!("--providers.docker.network={backend_name}")));
+}
+
 /// One build stage: its `FROM` line and its instructions (keyword upper-cased,
 /// continuation lines joined).
 struct Stage {

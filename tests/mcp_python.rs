@@ -148,7 +148,7 @@ async fn the_official_python_client_uses_every_tool_over_http_and_stdio() {
             "127.0.0.1".parse().unwrap(),
         ));
     let count: i64 = app
-        .conn()
+        .budget_conn()
         .query_row(
             "SELECT count FROM rate_limit_counters WHERE bucket = ?1",
             [&spent.0[1]],

@@ -146,7 +146,7 @@ async fn app_behind_trusted_loopback_proxy() -> TestApp {
 
 /// Every bucket key that has a row in `rate_limit_counters`.
 fn charged_buckets(app: &TestApp) -> BTreeSet<String> {
-    let conn = app.conn();
+    let conn = app.budget_conn();
     let mut statement = conn
         .prepare("SELECT bucket FROM rate_limit_counters")
         .unwrap();

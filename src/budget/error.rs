@@ -3,20 +3,21 @@
 //! not in the façade that imports them.
 
 use super::rate_limiter;
-use crate::db::DbError;
+use crate::db::{DbError, Fault};
 
-/// Why a budget operation has no answer. Callers answer 503 or 500 by kind; the
-/// cause is for logs only.
+/// Why a budget operation has no answer. Callers answer by [`StoreError::fault`]
+/// (`crate::routes::faults` says how); the cause is for logs only.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The SQLite counters failed (I/O, lock timeout, corruption).
+    /// The SQLite counters failed for a reason of ours (bad SQL, misuse).
     #[error("budget database: {0}")]
     Db(DbError),
-    /// The store did not answer in time (Redis down or slow, SQLite locked by
-    /// another writer past its busy timeout): answer 503, never admit.
+    /// The store cannot answer now (Redis down or slow; SQLite locked by another
+    /// writer past its busy timeout, its disk full, its file not writable, its I/O
+    /// failing): answer 503, never admit.
     #[error("budget store unavailable: {0}")]
     Unavailable(String),
-    /// A batch of SQLite spends failed (not for a lock held too long).
+    /// A batch of SQLite spends failed for a reason of ours.
     #[error("{0}")]
     Batch(rate_limiter::SpendFailed),
     /// The RateLimiter actor is gone (shutting down).
@@ -26,16 +27,35 @@ pub enum StoreError {
     /// of ours overwritten by someone else): answer 500.
     #[error("budget store answer: {0}")]
     Redis(String),
+    /// PostgreSQL refused the budget call itself (a bug, a schema not migrated):
+    /// answer 500.
+    #[error("budget store: {0}")]
+    Postgres(String),
+}
+
+impl StoreError {
+    /// How it is answered: a bug of ours ([`StoreError::Db`], [`StoreError::Batch`],
+    /// [`StoreError::Redis`], [`StoreError::Postgres`]) or a store that cannot answer now (the rest; the
+    /// RateLimiter gone means the process is shutting down).
+    pub fn fault(&self) -> Fault {
+        match self {
+            StoreError::Unavailable(_) | StoreError::Mailbox(_) => Fault::Unavailable,
+            StoreError::Db(_)
+            | StoreError::Batch(_)
+            | StoreError::Redis(_)
+            | StoreError::Postgres(_) => Fault::Bug,
+        }
+    }
 }
 
 impl From<DbError> for StoreError {
-    /// A lock held by another writer past the busy timeout is unavailability (503),
-    /// anything else a failure (500).
+    /// Storage that cannot answer now (a lock held past the busy timeout, a full
+    /// disk, I/O: `crate::db::fault`) is unavailability (503), a bug a failure.
     fn from(e: DbError) -> Self {
-        if e.is_busy() {
-            StoreError::Unavailable(e.to_string())
-        } else {
+        if e.fault().is_bug() {
             StoreError::Db(e)
+        } else {
+            StoreError::Unavailable(e.to_string())
         }
     }
 }

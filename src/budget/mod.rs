@@ -2,13 +2,15 @@
 //! budget, PIN failures): which windows, how a client's bucket keys are made, what a
 //! spend decides, and how the `RateLimit` headers say it. Where the counters live
 //! is [`store`]'s business: SQLite by default ([`rate_limiter`], the actor that owns
-//! the write connection, running [`sqlite`]'s SQL), [`redis`] when configured.
+//! the write connection, running [`sqlite`]'s SQL), [`redis`] when configured,
+//! [`postgres`] when the pages are there and no Redis is.
 //!
 //! A budget is data: a key prefix and a list of [`FixedWindow`]s. A spend admits
 //! only if every window is under its limit, and then counts one in all of them
 //! (both-or-neither, however many windows there are).
 
 pub mod error;
+pub mod postgres;
 pub mod rate_limiter;
 pub mod redis;
 pub mod sqlite;

@@ -1,4 +1,5 @@
-//! The RateLimiter actor: owns the SQLite write connection of the budget counters
+//! The RateLimiter actor: owns the SQLite write connection of the budget database
+//! (a file of its own, never the page database's: see [`crate::db::open_budget`])
 //! and runs the budget transactions (gates 3/4, the publish budget, PIN failures).
 //!
 //! It runs on an arbiter (thread) of its own, because SQLite calls block. One
@@ -11,8 +12,10 @@
 //! windows are all checked before any is written), commits once, and only then
 //! answers each. Under load this turns
 //! hundreds of commits into one, and no answer is sent before its count is
-//! committed. The batch also reads the corpus generation, so a search needs no
-//! second database round trip to know whether its candidate snapshot is current.
+//! committed. (The corpus generation is not read here: it lives in the page
+//! database, which a budget transaction never touches, so that no page write, of
+//! any size or process, can hold a budget write up. The search reads it from the
+//! page database after its budget is spent: `crate::search::corpus::Corpus`.)
 //!
 //! It is the SQLite backend of the budget store: handlers reach it through
 //! [`super::store::BudgetStore`], which hides whether the counters live here or in
@@ -25,12 +28,15 @@ use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use super::{sqlite, BucketKeys, Budget, Decision};
-use crate::db::{pages, DbError};
+use crate::db::storage::Storage;
+use crate::db::{DbError, Fault};
 
-/// How long a budget transaction waits for another writer's lock (an import's
-/// final transaction, a page write of another process) before the request is
-/// answered 503 `budget-unavailable`. Shorter than the page writes' timeout: every
-/// search queues behind this one thread, so a long wait here stalls them all.
+/// How long a budget transaction waits for another writer's lock before the
+/// request is answered 503 `budget-unavailable`. Only another process's
+/// RateLimiter (a server sharing the budget file) writes this file, in batches of
+/// milliseconds; page writes and imports never do. Shorter than the page writes'
+/// timeout: every search queues behind this one thread, so a long wait here
+/// stalls them all.
 pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Most spends decided in one transaction.
@@ -46,8 +52,8 @@ pub struct Spend {
     pub now: i64,
 }
 
-/// A committed decision and the corpus generation read in the same transaction.
-pub type Spent = Result<(Decision, i64), SpendFailed>;
+/// A committed decision.
+pub type Spent = Result<Decision, SpendFailed>;
 
 impl Message for Spend {
     type Result = oneshot::Receiver<Spent>;
@@ -57,8 +63,9 @@ impl Message for Spend {
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("budget transaction failed: {cause}")]
 pub struct SpendFailed {
-    /// Another writer held the lock past [`BUSY_TIMEOUT`]: worth a retry.
-    pub busy: bool,
+    /// Its class: not a bug (a lock held past [`BUSY_TIMEOUT`], a full disk, I/O)
+    /// means the store cannot answer now, worth a retry.
+    pub fault: Fault,
     /// The SQLite error, for logs.
     pub cause: String,
 }
@@ -107,29 +114,35 @@ impl Message for Flush {
 /// The actor; see the module docs.
 pub struct RateLimiter {
     conn: Connection,
+    /// The budget database's files: checked before every transaction, so a WAL
+    /// index that became unsafe to touch is an error, never `SIGBUS`.
+    storage: Arc<Storage>,
     pending: Vec<(Spend, oneshot::Sender<Spent>)>,
     flush_queued: bool,
 }
 
 impl RateLimiter {
-    /// Takes the (migrated) write connection and sets its [`BUSY_TIMEOUT`].
+    /// Takes the write connection of the (migrated) budget database
+    /// ([`crate::db::open_budget`]) and its files as captured (`storage`), and sets
+    /// its [`BUSY_TIMEOUT`].
     ///
     /// Errors: SQLite refused the setting.
-    pub fn new(conn: Connection) -> rusqlite::Result<Self> {
+    pub fn new(conn: Connection, storage: Arc<Storage>) -> rusqlite::Result<Self> {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         Ok(Self {
             conn,
+            storage,
             pending: Vec::new(),
             flush_queued: false,
         })
     }
 
-    /// One transaction for `batch`: each spend decided in order, the generation
-    /// read, one commit.
+    /// One transaction for `batch`: each spend decided in order, one commit.
     fn decide(
         &mut self,
         batch: &[(Spend, oneshot::Sender<Spent>)],
-    ) -> rusqlite::Result<(Vec<Decision>, i64)> {
+    ) -> Result<Vec<Decision>, DbError> {
+        self.storage.check_mapped()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -140,9 +153,8 @@ impl RateLimiter {
                 .iter()
                 .map(|(spend, _)| (&*spend.budget, &spend.keys, spend.now)),
         )?;
-        let generation = pages::generation(&tx)?;
         tx.commit()?;
-        Ok((decisions, generation))
+        Ok(decisions)
     }
 }
 
@@ -179,15 +191,14 @@ impl Handler<Flush> for RateLimiter {
             return;
         }
         match self.decide(&batch) {
-            Ok((decisions, generation)) => {
+            Ok(decisions) => {
                 for ((_, answer), decision) in batch.into_iter().zip(decisions) {
-                    let _ = answer.send(Ok((decision, generation)));
+                    let _ = answer.send(Ok(decision));
                 }
             }
             Err(e) => {
-                let e = DbError::from(e);
                 let failed = SpendFailed {
-                    busy: e.is_busy(),
+                    fault: e.fault(),
                     cause: e.to_string(),
                 };
                 for (_, answer) in batch {
@@ -202,6 +213,7 @@ impl Handler<Counts> for RateLimiter {
     type Result = Result<Vec<i64>, DbError>;
 
     fn handle(&mut self, msg: Counts, _: &mut Self::Context) -> Self::Result {
+        self.storage.check_mapped()?;
         match msg.mode {
             CountMode::Peek => Ok(sqlite::peek(&self.conn, &msg.budget, &msg.keys, msg.now)?),
             CountMode::Record => {
@@ -220,6 +232,7 @@ impl Handler<Sweep> for RateLimiter {
     type Result = Result<usize, DbError>;
 
     fn handle(&mut self, msg: Sweep, _: &mut Self::Context) -> Self::Result {
+        self.storage.check_mapped()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;

@@ -1,5 +1,6 @@
-//! The budget counters in SQLite's `rate_limit_counters` (SPEC §3): one row per
-//! bucket key holding the start of its current window and its count. Plain SQL on a
+//! The budget counters in SQLite's `rate_limit_counters` (SPEC §3), in the budget
+//! database (a file of its own, `crate::db::open_budget`): one row per bucket key
+//! holding the start of its current window and its count. Plain SQL on a
 //! `&Transaction`; the RateLimiter actor ([`super::rate_limiter`]) owns the
 //! connection and the transaction.
 //! Every statement is `prepare_cached`: they run on every budgeted request, and
@@ -247,7 +248,7 @@ mod tests {
     use super::*;
     use crate::budget::{FixedWindow, WindowCount};
     use crate::client_ip::ClientIp;
-    use crate::db::temp_db as db;
+    use crate::db::temp_budget_db as db;
     use rusqlite::OptionalExtension;
 
     const T0: i64 = 1_800_000_000; // a multiple of 3600
@@ -346,7 +347,7 @@ mod tests {
     }
 
     #[test]
-    fn a_day_window_is_one_more_line_of_configuration_and_is_enforced() {
+    fn a_third_window_pushed_onto_the_budget_is_enforced_and_swept_at_its_own_horizon() {
         let (_d, mut conn) = db();
         let mut budget = Budget::search(20, 200);
         budget.windows.push(FixedWindow::new("day", 86_400, 2));

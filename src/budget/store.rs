@@ -2,10 +2,14 @@
 //! gates and the outcome matrix call [`BudgetStore`] and never learn which store is
 //! behind it.
 //!
-//! - SQLite (the default): the RateLimiter actor's transaction on the service's own
-//!   database file; processes on one host sharing the file share the budget.
+//! - SQLite (the default): the RateLimiter actor's transaction on the budget
+//!   database (a file of its own beside the page database); processes on one host
+//!   sharing the file share the budget.
 //! - Redis or Valkey (`AGENT_PAGES_REDIS_URL`): one server-side script per call
 //!   ([`super::redis`]); replicas on any number of hosts share the budget.
+//! - PostgreSQL, when the pages are there and no Redis is set: one server-side
+//!   function per batch of calls ([`super::postgres`]), which also reads the corpus
+//!   generation.
 //!
 //! Whichever it is, the store's health is tracked here: the event log says once
 //! when it stops answering and once when it answers again, not once per request.
@@ -41,6 +45,7 @@ use actix::Addr;
 use hashlink::LruCache;
 
 use super::error::StoreError;
+use super::postgres::PgCounters;
 pub use super::rate_limiter::CountMode;
 use super::rate_limiter::{self, RateLimiter};
 use super::redis::RedisCounters;
@@ -74,6 +79,7 @@ const FULL_MEMO_ENTRIES: usize = 65_536;
 enum Backend {
     Sqlite(Addr<RateLimiter>),
     Redis(RedisCounters),
+    Postgres(PgCounters, crate::pg::Pg),
 }
 
 /// When a remembered refusal ends.
@@ -128,6 +134,12 @@ impl BudgetStore {
         Self::with(Backend::Redis(counters))
     }
 
+    /// The counters in PostgreSQL (the pages' database), shared by every replica;
+    /// `pg` is the pool the sweep runs on.
+    pub fn postgres(counters: PgCounters, pg: crate::pg::Pg) -> Self {
+        Self::with(Backend::Postgres(counters, pg))
+    }
+
     fn with(backend: Backend) -> Self {
         Self {
             backend,
@@ -136,11 +148,12 @@ impl BudgetStore {
         }
     }
 
-    /// Which store this is, for logs and docs: `sqlite` or `redis`.
+    /// Which store this is, for logs and docs: `sqlite`, `redis` or `postgres`.
     pub fn kind(&self) -> &'static str {
         match self.backend {
             Backend::Sqlite(_) => "sqlite",
             Backend::Redis(_) => "redis",
+            Backend::Postgres(..) => "postgres",
         }
     }
 
@@ -149,6 +162,7 @@ impl BudgetStore {
         match &self.backend {
             Backend::Sqlite(_) => StoreClock::Caller,
             Backend::Redis(redis) => redis.clock(),
+            Backend::Postgres(counters, _) => counters.clock(),
         }
     }
 
@@ -224,27 +238,15 @@ impl BudgetStore {
         keys: BucketKeys,
         now: i64,
     ) -> Result<Decision, StoreError> {
-        let (decision, _) = self.spend_with_generation(budget, keys, now).await?;
-        Ok(decision)
-    }
-
-    /// [`BudgetStore::spend`], plus the corpus generation when the store read it in
-    /// the same transaction (SQLite), so the search needs no second read for it.
-    pub async fn spend_with_generation(
-        &self,
-        budget: &Arc<Budget>,
-        keys: BucketKeys,
-        now: i64,
-    ) -> Result<(Decision, Option<i64>), StoreError> {
         if let Some(refused) = self.known_full(budget, &keys, now) {
-            return Ok((refused, None));
+            return Ok(refused);
         }
         // Before the store reads its clock: a memo counted from here ends no later
         // than the store's window.
         let sent = Instant::now();
-        let (decided, generation) = self.spend_inner(budget, &keys, now).await?;
+        let decided = self.spend_inner(budget, &keys, now).await?;
         self.remember(&keys, now, sent, &decided);
-        Ok((decided.decision, generation))
+        Ok(decided.decision)
     }
 
     async fn spend_inner(
@@ -252,7 +254,7 @@ impl BudgetStore {
         budget: &Arc<Budget>,
         keys: &BucketKeys,
         now: i64,
-    ) -> Result<(Decided, Option<i64>), StoreError> {
+    ) -> Result<Decided, StoreError> {
         let result = match &self.backend {
             Backend::Sqlite(addr) => {
                 let answer = addr
@@ -264,16 +266,22 @@ impl BudgetStore {
                     .await?;
                 match answer.await {
                     // The caller's `now` is the SQLite store's clock, in whole seconds.
-                    Ok(Ok((decision, generation))) => {
-                        Ok((Decided::at_whole_second(decision), Some(generation)))
+                    Ok(Ok(decision)) => Ok(Decided::at_whole_second(decision)),
+                    // A lock held too long, a full disk, failing I/O: not ours.
+                    Ok(Err(failed)) if !failed.fault.is_bug() => {
+                        Err(StoreError::Unavailable(failed.cause))
                     }
-                    Ok(Err(failed)) if failed.busy => Err(StoreError::Unavailable(failed.cause)),
                     Ok(Err(failed)) => Err(StoreError::Batch(failed)),
                     Err(_) => Err(StoreError::Mailbox(actix::MailboxError::Closed)),
                 }
             }
-            // Redis knows nothing of the corpus: the search reads the generation.
-            Backend::Redis(redis) => redis.spend(budget, keys, now).await.map(|d| (d, None)),
+            Backend::Redis(redis) => redis.spend(budget, keys, now).await,
+            // Its function also reads the corpus generation; the search reads it from
+            // the page store after the spend, as with every other store.
+            Backend::Postgres(counters, _) => counters
+                .spend(budget, keys, now)
+                .await
+                .map(|(d, _generation)| d),
         };
         self.observe(result)
     }
@@ -306,6 +314,10 @@ impl BudgetStore {
                 CountMode::Peek => redis.peek(budget, &keys, now).await,
                 CountMode::Record => redis.record(budget, &keys, now).await,
             },
+            Backend::Postgres(counters, _) => match mode {
+                CountMode::Peek => counters.peek(budget, &keys, now).await,
+                CountMode::Record => counters.record(budget, &keys, now).await,
+            },
         };
         self.observe(result)
     }
@@ -333,6 +345,7 @@ impl BudgetStore {
             Backend::Sqlite(addr) => Ok(addr.send(rate_limiter::Sweep { now, horizon }).await??),
             // Every Redis key expires at the end of its window.
             Backend::Redis(_) => Ok(0),
+            Backend::Postgres(_, pg) => PgCounters::sweep(pg, now, horizon).await,
         }
     }
 }

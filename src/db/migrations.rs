@@ -1,6 +1,10 @@
 //! Applies the SQL files of `migrations/` in order, each once, recorded in
 //! `schema_migrations`. The files are compiled into the binary so a deployed server
 //! needs nothing beside it.
+//!
+//! Two databases, two lists: the page database's ([`run`], `migrations/*.sql`) and
+//! the budget database's ([`run_budget`], `migrations/budget/*.sql`), each recorded
+//! in a `schema_migrations` table of its own file.
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -21,13 +25,34 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0003_corpus_changes",
         include_str!("../../migrations/0003_corpus_changes.sql"),
     ),
+    (
+        4,
+        "0004_budget_counters_moved",
+        include_str!("../../migrations/0004_budget_counters_moved.sql"),
+    ),
 ];
 
-/// Applies every migration not yet recorded; returns how many ran now.
+/// The budget database's migrations, in order: (version, name, SQL).
+const BUDGET_MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "0001_rate_limit_counters",
+    include_str!("../../migrations/budget/0001_rate_limit_counters.sql"),
+)];
+
+/// Applies every page-database migration not yet recorded; returns how many ran now.
 ///
 /// Each runs in its own `IMMEDIATE` transaction that re-checks the record inside it,
 /// so two processes starting at once cannot both apply one.
 pub fn run(conn: &mut Connection) -> rusqlite::Result<usize> {
+    apply(conn, MIGRATIONS)
+}
+
+/// [`run`] for the budget database (its own file and its own list).
+pub fn run_budget(conn: &mut Connection) -> rusqlite::Result<usize> {
+    apply(conn, BUDGET_MIGRATIONS)
+}
+
+fn apply(conn: &mut Connection, migrations: &[(i64, &str, &str)]) -> rusqlite::Result<usize> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS schema_migrations (
              version    INTEGER PRIMARY KEY,
@@ -36,7 +61,7 @@ pub fn run(conn: &mut Connection) -> rusqlite::Result<usize> {
          )",
     )?;
     let mut applied = 0;
-    for &(version, name, sql) in MIGRATIONS {
+    for &(version, name, sql) in migrations {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let done: bool = tx.query_row(
             "SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?1)",
@@ -72,5 +97,25 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn the_budget_database_has_the_counters_and_the_page_database_not_any_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let pages = crate::db::open_migrated(&dir.path().join("p.sqlite3")).unwrap();
+        let budget = crate::db::open_budget(&dir.path().join("b.sqlite3")).unwrap();
+        let has = |c: &Connection| -> bool {
+            c.query_row(
+                "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'rate_limit_counters')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        assert!(has(&budget) && !has(&pages));
+        let recorded: i64 = budget
+            .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(recorded, BUDGET_MIGRATIONS.len() as i64);
     }
 }

@@ -2,9 +2,15 @@
 //!
 //! Every connection is opened through [`open`], which sets the pragmas the service
 //! relies on (WAL, `busy_timeout`, foreign keys). Reads in the server go through a
-//! deadpool-sqlite pool ([`create_pool`]); the one write connection of the search
-//! budget belongs to the RateLimiter actor.
+//! deadpool-sqlite pool ([`create_pool`]).
+//!
+//! The budget counters live in a second file, the budget database ([`open_budget`],
+//! by default [`budget_path_beside`] the page database), whose one write
+//! connection belongs to the RateLimiter actor: a file has one write lock, and a
+//! page write of any size (an import's transaction, from any process) must never
+//! make a budget write wait for it.
 
+pub mod fault;
 pub mod migrations;
 pub mod pages;
 pub mod storage;
@@ -15,19 +21,28 @@ use std::time::Duration;
 use deadpool_sqlite::{Config, Hook, HookError, Object, Pool, Runtime};
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
+pub use fault::Fault;
+
 /// How long a statement waits for another writer before failing with `SQLITE_BUSY`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Longest wait for a pooled connection before the request fails.
 pub const POOL_WAIT: Duration = Duration::from_secs(10);
 
-/// Errors of the database boundary. The cause is kept for logs; responses never show it.
+/// Errors of the database boundary. The cause is kept for logs; responses never
+/// show it. [`DbError::fault`] says how it is answered.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
-    #[error("connection pool: {0}")]
-    Pool(String),
+    /// No pooled connection could be had, or the pool itself failed.
+    #[error("connection pool: {cause}")]
+    Pool { fault: Fault, cause: String },
+    /// The file cannot take the operation now, found before SQLite was asked
+    /// ([`storage::Storage`]: gone, replaced, not writable, its WAL index not safe
+    /// to touch).
+    #[error("{0}")]
+    Storage(#[from] storage::StorageFault),
     #[error("creating the database folder {path}: {source}")]
     CreateDir {
         path: String,
@@ -41,31 +56,65 @@ pub enum DbError {
 }
 
 impl DbError {
-    /// SQLite's primary result code, when SQLite itself failed.
-    pub fn sqlite_code(&self) -> Option<rusqlite::ErrorCode> {
+    /// How this error is to be answered: SQLite's code through
+    /// [`fault::SQLITE_CODES`]; a pool that timed out is busy; a file that cannot
+    /// be used is unavailable.
+    pub fn fault(&self) -> Fault {
         match self {
-            DbError::Sqlite(e) => e.sqlite_error_code(),
-            _ => None,
+            DbError::Sqlite(e) => Fault::of_sqlite(e),
+            DbError::Pool { fault, .. } => *fault,
+            DbError::Storage(_) | DbError::CreateDir { .. } | DbError::Metadata { .. } => {
+                Fault::Unavailable
+            }
         }
     }
 
-    /// Another connection or process holds the lock this statement needed, for
-    /// longer than [`BUSY_TIMEOUT`] (`SQLITE_BUSY`, `SQLITE_LOCKED`): worth a retry.
+    /// Another connection or process held the lock this statement needed for
+    /// longer than [`BUSY_TIMEOUT`], or no pooled connection was free in time:
+    /// worth a retry in a second.
     pub fn is_busy(&self) -> bool {
-        matches!(
-            self.sqlite_code(),
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-        )
+        self.fault() == Fault::Busy
     }
 
-    /// The file could not be written or read: the connection is read-only
-    /// (`SQLITE_READONLY`, e.g. opened while the file was not writable, or the file
-    /// was moved), or its I/O failed (`SQLITE_IOERR`, `SQLITE_CANTOPEN`). Not the
-    /// request's fault, and it may pass: worth a retry later.
-    pub fn is_storage_fault(&self) -> bool {
+    /// A few words for `/readyz` and logs (`full`, `read-only`, `gone`, …).
+    pub fn words(&self) -> String {
         match self {
-            DbError::Sqlite(e) => poisons_connection(e),
-            _ => false,
+            DbError::Sqlite(e) => fault::sqlite_words(e).unwrap_or("failing").to_owned(),
+            DbError::Storage(fault) => fault.short().to_owned(),
+            DbError::Pool { .. } => "without a free connection".to_owned(),
+            DbError::CreateDir { .. } | DbError::Metadata { .. } => "not reachable".to_owned(),
+        }
+    }
+
+    /// A failed `pool.get()`: a timeout is busy, a connection SQLite could not
+    /// open is classed by its code, a closed pool (shutting down) is unavailable.
+    fn pool_get(e: deadpool_sqlite::PoolError) -> Self {
+        use deadpool_sqlite::PoolError;
+        let fault = match &e {
+            PoolError::Timeout(_) => Fault::Busy,
+            PoolError::Backend(e) => Fault::of_sqlite(e),
+            PoolError::Closed | PoolError::PostCreateHook(_) => Fault::Unavailable,
+            PoolError::NoRuntimeSpecified => Fault::Bug,
+        };
+        DbError::Pool {
+            fault,
+            cause: e.to_string(),
+        }
+    }
+
+    /// A closure on a pooled connection that panicked: a bug.
+    fn interact(e: deadpool_sqlite::InteractError) -> Self {
+        DbError::Pool {
+            fault: Fault::Bug,
+            cause: e.to_string(),
+        }
+    }
+
+    /// The pool could not be built: a bug of configuration.
+    fn build(e: impl std::fmt::Display) -> Self {
+        DbError::Pool {
+            fault: Fault::Bug,
+            cause: e.to_string(),
         }
     }
 }
@@ -110,13 +159,23 @@ pub fn tune_sqlite_library() {
 
 /// Opens `path` (creating parent folders), in WAL mode with [`BUSY_TIMEOUT`] set.
 ///
-/// Errors: the folder cannot be created, or SQLite cannot open the file.
+/// Errors: the folder cannot be created, the WAL index of an existing file is not
+/// safe to touch ([`storage::Storage::check_mapped`]: SQLite would die of `SIGBUS`
+/// on it), or SQLite cannot open the file.
 pub fn open(path: &Path) -> Result<Connection, DbError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|source| DbError::CreateDir {
             path: parent.display().to_string(),
             source,
         })?;
+    }
+    if path.exists() {
+        storage::Storage::capture(path)
+            .map_err(|source| DbError::Metadata {
+                path: path.display().to_string(),
+                source,
+            })?
+            .check_mapped()?;
     }
     let conn = Connection::open(path)?;
     configure(&conn)?;
@@ -132,6 +191,29 @@ pub fn open(path: &Path) -> Result<Connection, DbError> {
 pub fn open_migrated(path: &Path) -> Result<Connection, DbError> {
     let mut conn = open(path)?;
     migrations::run(&mut conn)?;
+    Ok(conn)
+}
+
+/// Where the budget database lives unless configured: beside the page database,
+/// named after it with `.budget` before its extension
+/// (`data/agent-pages.sqlite3` → `data/agent-pages.budget.sqlite3`).
+pub fn budget_path_beside(pages: &Path) -> std::path::PathBuf {
+    let stem = pages.file_stem().map(|s| s.to_string_lossy().into_owned());
+    let name = match (stem, pages.extension()) {
+        (Some(stem), Some(ext)) => format!("{stem}.budget.{}", ext.to_string_lossy()),
+        (Some(stem), None) => format!("{stem}.budget"),
+        (None, _) => "budget.sqlite3".to_owned(),
+    };
+    pages.with_file_name(name)
+}
+
+/// [`open`] for the budget database at `path`, then its migrations
+/// ([`migrations::run_budget`]).
+///
+/// Errors: as [`open`], or a migration failed.
+pub fn open_budget(path: &Path) -> Result<Connection, DbError> {
+    let mut conn = open(path)?;
+    migrations::run_budget(&mut conn)?;
     Ok(conn)
 }
 
@@ -167,7 +249,7 @@ pub fn create_pool(path: &Path, max_size: usize) -> Result<Pool, DbError> {
     config.pool = Some(pool);
     config
         .builder(Runtime::Tokio1)
-        .map_err(|e| DbError::Pool(e.to_string()))?
+        .map_err(DbError::build)?
         .post_create(Hook::async_fn(|conn, _| {
             Box::pin(async move {
                 conn.interact(|c| configure(c))
@@ -177,7 +259,7 @@ pub fn create_pool(path: &Path, max_size: usize) -> Result<Pool, DbError> {
             })
         }))
         .build()
-        .map_err(|e| DbError::Pool(e.to_string()))
+        .map_err(DbError::build)
 }
 
 /// Runs `f` on a pooled connection on the pool's blocking thread. A connection that
@@ -189,11 +271,8 @@ where
     F: FnOnce(&mut Connection) -> Result<T, rusqlite::Error> + Send + 'static,
     T: Send + 'static,
 {
-    let conn = pool.get().await.map_err(|e| DbError::Pool(e.to_string()))?;
-    let result = conn
-        .interact(f)
-        .await
-        .map_err(|e| DbError::Pool(e.to_string()))?;
+    let conn = pool.get().await.map_err(DbError::pool_get)?;
+    let result = conn.interact(f).await.map_err(DbError::interact)?;
     if let Err(e) = &result {
         if poisons_connection(e) {
             discard(conn, "storage error");
@@ -222,7 +301,7 @@ where
 {
     let mut f = f;
     for _ in 0..=pool.status().max_size {
-        let conn = pool.get().await.map_err(|e| DbError::Pool(e.to_string()))?;
+        let conn = pool.get().await.map_err(DbError::pool_get)?;
         let outcome = conn
             .interact(move |c| {
                 if c.is_readonly(rusqlite::MAIN_DB)? {
@@ -234,7 +313,7 @@ where
                 Ok(Ok(out))
             })
             .await
-            .map_err(|e| DbError::Pool(e.to_string()))?;
+            .map_err(DbError::interact)?;
         match outcome {
             Ok(Ok(out)) => return Ok(out),
             Ok(Err(unused)) => {
@@ -266,6 +345,14 @@ pub fn ping(conn: &Connection) -> rusqlite::Result<()> {
 pub(crate) fn temp_db() -> (tempfile::TempDir, Connection) {
     let dir = tempfile::tempdir().expect("temp dir");
     let conn = open_migrated(&dir.path().join("test.sqlite3")).expect("open");
+    (dir, conn)
+}
+
+/// [`temp_db`] for the budget database.
+#[cfg(test)]
+pub(crate) fn temp_budget_db() -> (tempfile::TempDir, Connection) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let conn = open_budget(&dir.path().join("test.budget.sqlite3")).expect("open");
     (dir, conn)
 }
 
@@ -313,15 +400,15 @@ mod tests {
         rt.block_on(async {
             assert_eq!(pool.status().size, 2);
             let err = with_conn(&pool, |c| {
-                c.execute("INSERT INTO rate_limit_counters VALUES ('k', 0, 1)", [])
+                c.execute("INSERT INTO corpus_changes VALUES (1000, 1)", [])
             })
             .await
             .unwrap_err();
-            assert!(err.is_storage_fault(), "{err}");
+            assert_eq!(err.fault(), Fault::Unavailable, "{err}");
             assert_eq!(pool.status().size, 1, "the read-only connection is gone");
             // A write skips the other read-only one and succeeds on a fresh one.
             with_write(&pool, |tx| {
-                tx.execute("INSERT INTO rate_limit_counters VALUES ('k', 0, 1)", [])
+                tx.execute("INSERT INTO corpus_changes VALUES (1000, 1)", [])
             })
             .await
             .unwrap();

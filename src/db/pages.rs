@@ -223,6 +223,60 @@ pub fn pin_hash(conn: &Connection, slug: &str) -> rusqlite::Result<Option<PinRec
     .optional()
 }
 
+/// A whole `pages` row, PIN hash included: what moving the pages to another
+/// store keeps ([`rows_after`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRow {
+    pub id: i64,
+    pub slug: String,
+    pub title: String,
+    pub body: String,
+    /// The argon2id PHC string, moved as it is (never shown, never re-hashed).
+    pub pin_hash: Option<String>,
+    pub version: i64,
+    pub lifecycle: String,
+    pub claimed_at: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Up to `limit` pages in any state with ids above `after`, in id order (inside one
+/// read transaction, successive calls read one snapshot). Besides [`pin_hash`], the
+/// only read of `pin_hash`: for `crate::page_store::moving`, which writes it to the
+/// new store and nowhere else.
+pub fn rows_after(conn: &Connection, after: i64, limit: i64) -> rusqlite::Result<Vec<StoredRow>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, slug, title, body, pin_hash, current_version, lifecycle, claimed_at,
+                created_at, updated_at
+         FROM pages WHERE id > ?1 ORDER BY id LIMIT ?2",
+    )?;
+    let rows = stmt.query_map([after, limit], |r| {
+        Ok(StoredRow {
+            id: r.get(0)?,
+            slug: r.get(1)?,
+            title: r.get(2)?,
+            body: r.get(3)?,
+            pin_hash: r.get(4)?,
+            version: r.get(5)?,
+            lifecycle: r.get(6)?,
+            claimed_at: r.get(7)?,
+            created_at: r.get(8)?,
+            updated_at: r.get(9)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The highest page id ever given: `sqlite_sequence`'s, or the highest present.
+pub fn highest_id(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row(
+        "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'pages'), 0),
+                coalesce((SELECT max(id) FROM pages), 0))",
+        [],
+        |r| r.get(0),
+    )
+}
+
 /// Number of pages in any state.
 pub fn count_all(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("SELECT COUNT(*) FROM pages", [], |r| r.get(0))

@@ -307,7 +307,12 @@ mod tests {
                 }));
             }
         }
-        while started.load(Ordering::SeqCst) < RENDER_THREADS {
+        // Wait for every version to be queued, not only for the threads to start:
+        // a spawned view not yet run would leave room for the one below, which
+        // would then queue behind the held renders and never be answered.
+        while started.load(Ordering::SeqCst) < RENDER_THREADS
+            || cache.shared.lock().flights.len() < RENDER_QUEUE
+        {
             tokio::task::yield_now().await;
         }
         // The queue is full: one more version is shown as it is, at once.

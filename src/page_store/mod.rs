@@ -7,6 +7,8 @@
 //! - SQLite (the default, `AGENT_PAGES_DATABASE`): [`sqlite::SqlitePages`], the
 //!   service's own file (a read pool, page writes in `BEGIN IMMEDIATE`, the file's
 //!   identity checked around every write).
+//! - PostgreSQL (`AGENT_PAGES_DATABASE_URL`): [`postgres::PostgresPages`], shared by
+//!   replicas on any number of hosts.
 //!
 //! A backend is one type implementing [`PageBackend`]; adding one is a module
 //! beside [`sqlite`] and the line in start-up that builds it.
@@ -17,10 +19,13 @@
 //! ([`PageStore::changes_since`]), so every replica's snapshot follows every
 //! committed change exactly once, in order.
 
+pub mod moving;
+pub mod postgres;
 pub mod records;
 pub mod sqlite;
 
 use std::any::Any;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -47,6 +52,17 @@ pub enum PageStoreError {
     /// Anything else (a bug, corruption, a pool that cannot be built).
     #[error("page store: {0}")]
     Failed(String),
+}
+
+impl PageStoreError {
+    /// Its class, for `crate::routes::faults`' table.
+    pub fn fault(&self) -> crate::db::Fault {
+        match self {
+            PageStoreError::Busy(_) => crate::db::Fault::Busy,
+            PageStoreError::Unavailable(_) => crate::db::Fault::Unavailable,
+            PageStoreError::Failed(_) => crate::db::Fault::Bug,
+        }
+    }
 }
 
 /// What every page-store call returns: a boxed future (so [`PageBackend`] is
@@ -96,6 +112,15 @@ pub trait PageBackend: Send + Sync + 'static {
     /// The corpus generation now (committed changes only).
     fn generation(&self) -> StoreFuture<'_, i64>;
 
+    /// Which history the generations read last belong to: a number that changes
+    /// when the database may have lost or rewritten generations already seen (a
+    /// server restored from a backup, a failover to a copy that had not received
+    /// every commit), so snapshots built before must be rebuilt in full rather than
+    /// followed. A store whose history cannot fork answers a constant.
+    fn epoch(&self) -> u64 {
+        0
+    }
+
     /// Every candidate ordered by id, with the generation they were read at (one
     /// snapshot of the database).
     fn candidates(&self) -> StoreFuture<'_, (i64, Vec<Candidate>)>;
@@ -144,10 +169,14 @@ pub trait PageBackend: Send + Sync + 'static {
 /// a blocking thread.
 pub type CandidateSink = Box<dyn FnMut(CandidateRef<'_>) + Send>;
 
-/// A cheap, cloneable handle on the page database.
+/// A cheap, cloneable handle on the page database. It tracks the store's health:
+/// the log says once when it stops answering ([`PageStoreError::Unavailable`]) and
+/// once when it answers again, not once per request.
 #[derive(Clone)]
 pub struct PageStore {
     backend: Arc<dyn PageBackend>,
+    /// `true` while the store answers (or has not failed yet); shared by clones.
+    up: Arc<AtomicBool>,
 }
 
 impl PageStore {
@@ -155,7 +184,31 @@ impl PageStore {
     pub fn new(backend: impl PageBackend) -> Self {
         Self {
             backend: Arc::new(backend),
+            up: Arc::new(AtomicBool::new(true)),
         }
+    }
+
+    /// Notes the result of a call: the first [`PageStoreError::Unavailable`] after
+    /// an answer logs a warning, the first answer after one logs the recovery.
+    fn observe<T>(&self, result: Result<T, PageStoreError>) -> Result<T, PageStoreError> {
+        match &result {
+            Err(PageStoreError::Unavailable(e)) => {
+                if self.up.swap(false, Ordering::SeqCst) {
+                    tracing::warn!(
+                        store = self.kind(),
+                        error = %e,
+                        "page store unavailable: writes and searches are answered 503 until it answers"
+                    );
+                }
+            }
+            Ok(_) => {
+                if !self.up.load(Ordering::Relaxed) && !self.up.swap(true, Ordering::SeqCst) {
+                    tracing::info!(store = self.kind(), "page store answers again");
+                }
+            }
+            Err(_) => {}
+        }
+        result
     }
 
     /// Which store this is, for logs: `sqlite`, …
@@ -175,7 +228,7 @@ impl PageStore {
         pin_hash: Option<String>,
         now: i64,
     ) -> Result<Result<Created, CreateRefused>, PageStoreError> {
-        self.backend.create(page, pin_hash, now).await
+        self.observe(self.backend.create(page, pin_hash, now).await)
     }
 
     /// [`PageBackend::update`].
@@ -186,7 +239,7 @@ impl PageStore {
         body: Option<PageBody>,
         now: i64,
     ) -> Result<i64, PageStoreError> {
-        self.backend.update(id, title, body, now).await
+        self.observe(self.backend.update(id, title, body, now).await)
     }
 
     /// [`PageBackend::change_state`].
@@ -196,37 +249,42 @@ impl PageStore {
         change: StateChange,
         now: i64,
     ) -> Result<PageState, PageStoreError> {
-        self.backend.change_state(id, change, now).await
+        self.observe(self.backend.change_state(id, change, now).await)
     }
 
     /// [`PageBackend::page`].
     pub async fn page(&self, slug: &str) -> Result<Option<Page>, PageStoreError> {
-        self.backend.page(slug.to_owned()).await
+        self.observe(self.backend.page(slug.to_owned()).await)
     }
 
     /// [`PageBackend::ledger`].
     pub async fn ledger(&self, offset: i64, limit: i64) -> Result<LedgerPage, PageStoreError> {
-        self.backend.ledger(offset, limit).await
+        self.observe(self.backend.ledger(offset, limit).await)
     }
 
     /// [`PageBackend::pin_record`].
     pub async fn pin_record(&self, slug: &str) -> Result<Option<PinRecord>, PageStoreError> {
-        self.backend.pin_record(slug.to_owned()).await
+        self.observe(self.backend.pin_record(slug.to_owned()).await)
     }
 
     /// [`PageBackend::generation`].
     pub async fn generation(&self) -> Result<i64, PageStoreError> {
-        self.backend.generation().await
+        self.observe(self.backend.generation().await)
+    }
+
+    /// [`PageBackend::epoch`].
+    pub fn epoch(&self) -> u64 {
+        self.backend.epoch()
     }
 
     /// [`PageBackend::candidates`].
     pub async fn candidates(&self) -> Result<(i64, Vec<Candidate>), PageStoreError> {
-        self.backend.candidates().await
+        self.observe(self.backend.candidates().await)
     }
 
     /// [`PageBackend::each_candidate`].
     pub async fn each_candidate(&self, each: CandidateSink) -> Result<i64, PageStoreError> {
-        self.backend.each_candidate(each).await
+        self.observe(self.backend.each_candidate(each).await)
     }
 
     /// [`PageBackend::changes_since`].
@@ -234,17 +292,17 @@ impl PageStore {
         &self,
         since: i64,
     ) -> Result<Option<(i64, ChangedPages)>, PageStoreError> {
-        self.backend.changes_since(since).await
+        self.observe(self.backend.changes_since(since).await)
     }
 
     /// [`PageBackend::compact_changes`].
     pub async fn compact_changes(&self, keep: i64) -> Result<usize, PageStoreError> {
-        self.backend.compact_changes(keep).await
+        self.observe(self.backend.compact_changes(keep).await)
     }
 
     /// [`PageBackend::count_all`].
     pub async fn count_all(&self) -> Result<i64, PageStoreError> {
-        self.backend.count_all().await
+        self.observe(self.backend.count_all().await)
     }
 
     /// [`PageBackend::import`].
@@ -253,7 +311,7 @@ impl PageStore {
         pages: Vec<ImportPage>,
         now: i64,
     ) -> Result<ImportCounts, PageStoreError> {
-        self.backend.import(pages, now).await
+        self.observe(self.backend.import(pages, now).await)
     }
 
     /// [`PageBackend::check_ready`].

@@ -4,14 +4,19 @@
 //!
 //! A write is never acknowledged unless it is kept: the file's identity is checked
 //! before and after every write ([`crate::db::storage`]), because SQLite happily
-//! writes into a file that was deleted or replaced. The corpus generation, read on
+//! writes into a file that was deleted or replaced. Every call, reads included,
+//! first checks that SQLite can touch the WAL index it maps into memory without
+//! the kernel killing the process (`Storage::check_mapped`). A write that failed
+//! for the storage's sake (disk full, I/O) keeps readiness failing until a write
+//! succeeds again (readiness tries one), and the first success checkpoints and
+//! truncates the WAL. The corpus generation, read on
 //! every budgeted search, is read on a dedicated connection on the calling thread:
 //! under WAL a reader never waits for a writer, and a pool round trip (a
 //! blocking-thread hop) costs more than the read.
 
 use std::any::Any;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deadpool_sqlite::Pool;
@@ -23,8 +28,8 @@ use super::{
     Candidate, CandidateSink, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
     LedgerPage, Page, PageBackend, PageState, PageStoreError, PinRecord, StateChange, StoreFuture,
 };
-use crate::db::storage::Storage;
-use crate::db::{self, pages, DbError};
+use crate::db::storage::{Storage, MIN_FREE_BYTES};
+use crate::db::{self, pages, DbError, Fault};
 use crate::domain::{NewPage, PageBody, PageTitle};
 
 /// Read connections in the pool (page writes take them too).
@@ -37,8 +42,12 @@ const GENERATION_READ_TIMEOUT: Duration = Duration::from_millis(20);
 /// The pages in one SQLite file.
 pub struct SqlitePages {
     pool: Pool,
-    /// The file as opened at start, to tell when it is gone or replaced.
-    storage: Storage,
+    /// The file as opened at start, to tell when it is gone or replaced, and its
+    /// WAL index, to tell when touching it would be fatal.
+    storage: Arc<Storage>,
+    /// Why the last write failed for the storage's sake (`Fault::Unavailable`),
+    /// until a write succeeds again: readiness fails meanwhile.
+    write_fault: Mutex<Option<String>>,
     /// A read connection of its own for the one-row generation read; `None` when
     /// it could not be opened (then the pool is used).
     generation_conn: Option<Mutex<Connection>>,
@@ -50,10 +59,10 @@ impl SqlitePages {
     ///
     /// Errors: the file's identity cannot be read, or the pool not built.
     pub fn open(path: &Path, pool_size: usize) -> Result<Self, DbError> {
-        let storage = Storage::capture(path).map_err(|source| DbError::Metadata {
+        let storage = Arc::new(Storage::capture(path).map_err(|source| DbError::Metadata {
             path: path.display().to_string(),
             source,
-        })?;
+        })?);
         let pool = db::create_pool(path, pool_size)?;
         let generation_conn = db::open_reader(path, GENERATION_READ_TIMEOUT)
             .map_err(|e| tracing::warn!(error = %e, "no dedicated generation reader"))
@@ -62,6 +71,7 @@ impl SqlitePages {
         Ok(Self {
             pool,
             storage,
+            write_fault: Mutex::new(None),
             generation_conn,
         })
     }
@@ -92,9 +102,59 @@ impl SqlitePages {
             })
         };
         check()?;
-        let out = db::with_write(&self.pool, f).await.map_err(classify)?;
-        check()?;
-        Ok(out)
+        match db::with_write(&self.pool, f).await {
+            Ok(out) => {
+                check()?;
+                self.write_kept();
+                Ok(out)
+            }
+            Err(e) => {
+                if e.fault() == Fault::Unavailable {
+                    tracing::error!(error = %e, "a page write could not be kept");
+                    *self.write_fault.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.words());
+                }
+                Err(classify(e))
+            }
+        }
+    }
+
+    /// A write was kept. The first after a storage fault ends the fault and
+    /// checkpoints the WAL in the background (truncating it, so the space a full
+    /// disk left in it goes back).
+    fn write_kept(&self) {
+        let ended = self
+            .write_fault
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(fault) = ended else { return };
+        tracing::info!(was = fault, "page writes are kept again");
+        let pool = self.pool.clone();
+        let storage = self.storage.clone();
+        tokio::spawn(async move {
+            if storage.check_mapped().is_err() {
+                return;
+            }
+            let done = db::with_conn(&pool, |c| {
+                c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                    ))
+                })
+            })
+            .await;
+            match done {
+                Ok((busy, frames, copied)) => tracing::info!(
+                    busy,
+                    frames,
+                    copied,
+                    "checkpointed the WAL after the storage fault"
+                ),
+                Err(e) => tracing::warn!(error = %e, "checkpoint after the storage fault failed"),
+            }
+        });
     }
 
     async fn read<T, F>(&self, f: F) -> Result<T, PageStoreError>
@@ -102,20 +162,67 @@ impl SqlitePages {
         F: FnOnce(&mut Connection) -> Result<T, rusqlite::Error> + Send + 'static,
         T: Send + 'static,
     {
+        self.mapped()?;
         db::with_conn(&self.pool, f).await.map_err(classify)
+    }
+
+    /// [`Storage::check_mapped`] as a page-store error.
+    fn mapped(&self) -> Result<(), PageStoreError> {
+        self.storage
+            .check_mapped()
+            .map_err(|fault| classify(DbError::Storage(fault)))
+    }
+
+    /// Readiness of the database: the file is the one open and writable, its
+    /// filesystem has [`MIN_FREE_BYTES`] free, and when the last write failed for
+    /// the storage's sake (or readiness found the disk full), a write that changes
+    /// nothing is kept now.
+    async fn ready(&self) -> Result<(), String> {
+        self.storage.check().map_err(|fault| {
+            tracing::error!(%fault, "readiness: database file");
+            format!("the database file is {}", fault.short())
+        })?;
+        match self.storage.free_bytes() {
+            Ok(free) if free < MIN_FREE_BYTES => {
+                tracing::error!(free, "readiness: the database's filesystem is full");
+                // Writes may have left the WAL long (its checkpoint could not grow
+                // the database file): once space is back, the probe below and the
+                // checkpoint after it run as after a failed write.
+                *self.write_fault.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some("full".to_owned());
+                return Err("the database's disk is full".to_owned());
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "readiness: free space unknown"),
+        }
+        let failing = self
+            .write_fault
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(fault) = failing {
+            self.write(|tx| {
+                tx.execute(
+                    "UPDATE corpus_generation SET generation = generation WHERE id = 1",
+                    [],
+                )
+            })
+            .await
+            .map_err(|_| format!("the database cannot keep a write: {fault}"))?;
+        }
+        Ok(())
     }
 }
 
-/// A lock held past the busy timeout is [`PageStoreError::Busy`], a file that
-/// cannot be written or read [`PageStoreError::Unavailable`], anything else
+/// The page-store error of `e`, by its class (`crate::db::fault`): a lock held
+/// past the busy timeout is [`PageStoreError::Busy`], storage that cannot keep or
+/// serve anything now [`PageStoreError::Unavailable`], a bug
 /// [`PageStoreError::Failed`].
 pub fn classify(e: DbError) -> PageStoreError {
-    if e.is_busy() {
-        PageStoreError::Busy(e.to_string())
-    } else if e.is_storage_fault() {
-        PageStoreError::Unavailable(e.to_string())
-    } else {
-        PageStoreError::Failed(e.to_string())
+    match e.fault() {
+        Fault::Busy => PageStoreError::Busy(e.to_string()),
+        Fault::Unavailable => PageStoreError::Unavailable(e.to_string()),
+        Fault::Bug => PageStoreError::Failed(e.to_string()),
     }
 }
 
@@ -166,6 +273,7 @@ impl PageBackend for SqlitePages {
 
     fn generation(&self) -> StoreFuture<'_, i64> {
         async move {
+            self.mapped()?;
             if let Some(conn) = &self.generation_conn {
                 let read = conn
                     .lock()
@@ -218,11 +326,7 @@ impl PageBackend for SqlitePages {
     }
 
     fn check_ready(&self) -> BoxFuture<'_, Result<(), String>> {
-        let checked = self.storage.check().map_err(|fault| {
-            tracing::error!(%fault, "readiness: database file");
-            format!("the database file is {}", fault.short())
-        });
-        futures_util::future::ready(checked).boxed()
+        self.ready().boxed()
     }
 
     fn close(&self) {

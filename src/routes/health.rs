@@ -2,10 +2,13 @@
 //!
 //! `/healthz` touches nothing: 200 while the process runs and serves HTTP.
 //! `/readyz` is 200 only while every check passes: the page store could keep a
-//! write (SQLite: the database file at the configured path is the one open and is
-//! writable), the candidate snapshot is built, and the budget store takes a write
+//! write (SQLite: the database file at the configured path is the one open, it and
+//! its WAL are writable, its WAL index is safe to touch, its disk has room, and
+//! the last write that failed for the storage's sake has been followed by one that
+//! was kept), the candidate snapshot is built, and the budget store takes a write
 //! (what every budgeted request needs: a Redis replica answers reads, so a read
-//! would call it ready); else 503 naming what failed.
+//! would call it ready; SQLite: its files pass the same checks as the pages');
+//! else 503 naming what failed.
 
 use std::time::Duration;
 
@@ -13,6 +16,7 @@ use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
 use crate::budget::error::StoreError;
+use crate::db::storage::MIN_FREE_BYTES;
 use crate::state::AppState;
 
 /// How long `/readyz` waits for the budget store's answer.
@@ -48,20 +52,9 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     } else {
         "the candidate snapshot is not built yet".to_owned()
     };
-    let write = state.budgets.store.check_ready(state.clock.now());
-    let budget_store = match tokio::time::timeout(READY_CHECK_TIMEOUT, write).await {
-        Ok(Ok(())) => "ok".to_owned(),
-        // The store logs an outage once when it starts and once when it ends; a
-        // probe every few seconds must not log it again each time.
-        Ok(Err(StoreError::Unavailable(_))) => "the budget store does not take a write".to_owned(),
-        Ok(Err(e)) => {
-            tracing::error!(error = %e, "readiness: budget store");
-            "the budget store failed".to_owned()
-        }
-        Err(_) => format!(
-            "the budget store did not answer within {} s",
-            READY_CHECK_TIMEOUT.as_secs()
-        ),
+    let budget_store = match budget_files(&state) {
+        Err(why) => why,
+        Ok(()) => budget_store(&state).await,
     };
     let ready = [&database, &snapshot, &budget_store]
         .iter()
@@ -80,4 +73,43 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     response
         .insert_header(("Cache-Control", "no-store"))
         .json(body)
+}
+
+/// The budget database's files (SQLite only): the ones opened, writable, with
+/// `MIN_FREE_BYTES` free on their filesystem.
+fn budget_files(state: &AppState) -> Result<(), String> {
+    let Some(storage) = &state.budgets.storage else {
+        return Ok(());
+    };
+    storage.check().map_err(|fault| {
+        tracing::error!(%fault, "readiness: budget database file");
+        format!("the budget database file is {}", fault.short())
+    })?;
+    match storage.free_bytes() {
+        Ok(free) if free < MIN_FREE_BYTES => {
+            tracing::error!(free, "readiness: the budget database's filesystem is full");
+            Err("the budget database's disk is full".to_owned())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether the budget store takes a write now
+/// ([`crate::budget::store::BudgetStore::check_ready`]).
+async fn budget_store(state: &AppState) -> String {
+    let write = state.budgets.store.check_ready(state.clock.now());
+    match tokio::time::timeout(READY_CHECK_TIMEOUT, write).await {
+        Ok(Ok(())) => "ok".to_owned(),
+        // The store logs an outage once when it starts and once when it ends; a
+        // probe every few seconds must not log it again each time.
+        Ok(Err(StoreError::Unavailable(_))) => "the budget store does not take a write".to_owned(),
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "readiness: budget store");
+            "the budget store failed".to_owned()
+        }
+        Err(_) => format!(
+            "the budget store did not answer within {} s",
+            READY_CHECK_TIMEOUT.as_secs()
+        ),
+    }
 }

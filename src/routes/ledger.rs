@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::PageSlug;
 use crate::page_store::{Page, PageStoreError};
+use crate::routes::faults::{self, Store};
 use crate::routes::{error_page, render};
 use crate::state::AppState;
 use crate::templates::format_time;
@@ -180,14 +181,31 @@ fn page_not_found(state: &AppState, req: &HttpRequest) -> HttpResponse {
     )
 }
 
+/// The page for a page-store error, as `crate::routes::faults::TABLE` says: 503
+/// with `Retry-After` when the store cannot answer now, 500 for a bug.
 fn internal_error(state: &AppState, req: &HttpRequest, e: PageStoreError) -> HttpResponse {
-    tracing::error!(error = %e, "database error");
-    error_page(
+    let answer = faults::answer(Store::Pages, e.fault());
+    let Some(seconds) = answer.retry_after() else {
+        tracing::error!(error = %e, "database error");
+        return error_page(
+            state,
+            req,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Something went wrong on our side. Please try again.",
+        );
+    };
+    tracing::warn!(error = %e, "page store unavailable: answered 503");
+    let mut page = error_page(
         state,
         req,
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "Something went wrong on our side. Please try again.",
-    )
+        StatusCode::SERVICE_UNAVAILABLE,
+        "The pages cannot be read right now. Please try again in a few seconds.",
+    );
+    page.headers_mut().insert(
+        actix_web::http::header::RETRY_AFTER,
+        actix_web::http::header::HeaderValue::from(seconds),
+    );
+    page
 }
 
 #[cfg(test)]

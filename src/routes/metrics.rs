@@ -14,6 +14,7 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     );
     if let Ok(stats) = state.search.cache.send(Stats).await {
         m.cache_entries.set(stats.entries as i64);
+        m.cache_bytes.set(stats.bytes as i64);
     }
     let snapshot = state.search.corpus.peek();
     m.candidates.set(snapshot.len() as i64);

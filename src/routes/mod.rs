@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod assets;
+pub mod faults;
 pub mod health;
 pub mod ledger;
 pub mod metrics;

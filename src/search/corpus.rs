@@ -1,10 +1,19 @@
 //! Gate 5's candidate fetch: an in-memory snapshot of the candidate pages, its
-//! fingerprint and its ranking index, rebuilt only when the corpus generation moves.
+//! fingerprint and its ranking index, brought up to date only when the corpus
+//! generation moves, and then by the pages that changed.
 //!
 //! Every budgeted search reads the generation (one row, written by triggers on every
-//! change to `pages`, from any process). When it matches the snapshot's, the snapshot
-//! *is* what a fresh fetch would return, so a request costs the same on 10 pages or
-//! 100,000; when it moved, one request rebuilds while the others wait for it.
+//! change to `pages`, from any process) from the page database, on a read
+//! connection of its own, after its budget is spent (the budget lives in another
+//! file, so no page write can hold it up; under WAL this read never waits for a
+//! writer either). When it matches the snapshot's, the snapshot *is* what a fresh
+//! fetch would return, so a request costs the same on 10 pages or 100,000. When it
+//! moved, one request reads the change log the same triggers write
+//! and applies the changed pages to a new snapshot (rows, fingerprint and the spare
+//! index of a left-right pair, off the async worker) while the others wait for it;
+//! the snapshot is built from all candidates only at start-up, or when the change
+//! log no longer reaches back to the snapshot's generation (it keeps
+//! `startup::CHANGES_KEPT` generations).
 
 use std::sync::{Arc, RwLock};
 
@@ -204,6 +213,10 @@ const INLINE_CHANGES: usize = 64;
 pub struct Corpus {
     /// Where the candidates, the generation and the change log are read.
     store: PageStore,
+    /// The store's history ([`PageStore::epoch`]) the current snapshot was built
+    /// in: generations of another history say nothing about it (a restored backup,
+    /// a failover that lost commits), so a different one means a full reload.
+    epoch: std::sync::atomic::AtomicU64,
     current: RwLock<Arc<Snapshot>>,
     /// Held while the snapshot is rebuilt or updated.
     rebuild: tokio::sync::Mutex<()>,
@@ -217,6 +230,7 @@ impl Corpus {
     pub fn new(store: PageStore, fetches: IntCounter) -> Self {
         Self {
             store,
+            epoch: std::sync::atomic::AtomicU64::new(u64::MAX),
             current: RwLock::new(Arc::new(Snapshot::build(-1, Vec::new()))),
             rebuild: tokio::sync::Mutex::new(()),
             fetches,
@@ -225,35 +239,39 @@ impl Corpus {
 
     /// Builds the snapshot ahead of the first search; not counted as a fetch.
     pub async fn warm(&self) -> Result<Arc<Snapshot>, PageStoreError> {
-        self.refresh(None).await
+        self.refresh().await
     }
 
-    /// The snapshot a fresh fetch would give now: the generation (`generation` when
-    /// the caller read it moments ago, in its budget transaction; else read now),
-    /// plus a reload only when it moved.
+    /// The snapshot a fresh fetch would give now: the generation read now, plus a
+    /// reload only when it moved.
     ///
     /// Errors: the page store could not be read.
-    pub async fn current(&self, generation: Option<i64>) -> Result<Arc<Snapshot>, PageStoreError> {
+    pub async fn current(&self) -> Result<Arc<Snapshot>, PageStoreError> {
         self.fetches.inc();
-        self.refresh(generation).await
+        self.refresh().await
     }
 
-    async fn refresh(&self, known: Option<i64>) -> Result<Arc<Snapshot>, PageStoreError> {
-        let generation = match known {
-            Some(generation) => generation,
-            None => self.store.generation().await?,
-        };
-        if let Some(s) = self.at_least(generation) {
-            return Ok(s);
+    async fn refresh(&self) -> Result<Arc<Snapshot>, PageStoreError> {
+        use std::sync::atomic::Ordering;
+        let generation = self.store.generation().await?;
+        // Read after the generation, which it belongs to.
+        let epoch = self.store.epoch();
+        let same_history = || self.epoch.load(Ordering::Acquire) == epoch;
+        if same_history() {
+            if let Some(s) = self.at_least(generation) {
+                return Ok(s);
+            }
         }
         // One rebuild at a time; the others find its result when they get the lock.
         let _guard = self.rebuild.lock().await;
-        if let Some(s) = self.at_least(generation) {
-            return Ok(s);
+        if same_history() {
+            if let Some(s) = self.at_least(generation) {
+                return Ok(s);
+            }
         }
         let base = self.peek();
         let since = base.generation;
-        let changed = if since >= 0 {
+        let changed = if since >= 0 && same_history() {
             self.store.changes_since(since).await?
         } else {
             None
@@ -309,6 +327,7 @@ impl Corpus {
                 })
                 .await
                 .map_err(|e| PageStoreError::Failed(format!("building the snapshot: {e}")))?;
+                self.epoch.store(epoch, Ordering::Release);
                 tracing::info!(
                     generation = snapshot.generation,
                     candidates = snapshot.len(),

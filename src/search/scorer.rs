@@ -178,6 +178,7 @@ impl ScorerPool {
 ///
 /// A scoring is throughput work (milliseconds of CPU), while the gates' answers —
 /// a hit, a 429, the 503 of a busy slot — must be immediate. At nice 10 a scorer
-/// gets about a tenth of a core that a gate thread also wants, and all of an idle
-/// one, so a 503 never waits behind a scoring for the CPU.
+/// gets about a tenth of a core that a gate thread also wants (CFS weights 110
+/// against 1024), and all of an idle one, so a 503 rarely waits behind a scoring
+/// for the CPU (a weighting: it may still wait a scheduler slice).
 pub const SCORER_NICE: i32 = 10;

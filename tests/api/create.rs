@@ -87,8 +87,11 @@ async fn a_taken_slug_is_a_conflict_even_when_its_page_is_archived() {
     );
 
     app.publish("old-notes", "Old notes").await;
-    app.act("old-notes", "archive", Some(PIN), "198.51.100.7")
+    let archived = app
+        .act("old-notes", "archive", Some(PIN), "198.51.100.7")
         .await;
+    assert_eq!(archived.status, 200, "{}", archived.text);
+    assert_eq!(archived.json()["lifecycle"], "archived");
     app.create(json!({"slug": "old-notes", "title": "New notes"}))
         .await
         .problem(409, "conflict");

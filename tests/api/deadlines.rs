@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::spawn_app_with;
+use crate::helpers::spawn_app_with;
 use crate::helpers::{read_until_closed, RawReply};
 
 const STALLED_POST: &[u8] = b"POST /api/pages HTTP/1.1\r\nHost: x\r\n\
@@ -95,4 +95,33 @@ Transfer-Encoding: chunked\r\n\r\n1\r\n{\r\n",
         let r = read_until_closed(app.raw_connect(request).await).await;
         assert_eq!(r.status, status, "{}", r.head);
     }
+}
+
+#[actix_web::test]
+async fn first_headers_that_never_end_are_answered_408_and_closed() {
+    // `startup::HEADER_TIMEOUT`: the request line and one header, then nothing.
+    let app = crate::helpers::spawn_app().await;
+    let r = app.raw_exchange(b"GET / HTTP/1.1\r\nHost: x\r\n").await;
+    assert_eq!(r.status, 408, "{}", r.head);
+}
+
+#[actix_web::test]
+async fn an_idle_keep_alive_connection_is_closed_by_the_server() {
+    // `startup::KEEP_ALIVE`: two requests on one connection are both answered (it
+    // is kept alive), then the connection idles and the server closes it; a server
+    // without the bound would keep it open and read_until_closed would fail.
+    let app = crate::helpers::spawn_app().await;
+    let r = app
+        .raw_exchange(
+            b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert_ne!(r.header("connection"), Some("close"), "{}", r.head);
+    let rest = String::from_utf8_lossy(&r.after_head);
+    assert_eq!(rest.matches("HTTP/1.1 200").count(), 1, "{rest}");
+    assert!(
+        !rest.contains("408"),
+        "closed without another answer: {rest}"
+    );
 }

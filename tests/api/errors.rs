@@ -60,7 +60,9 @@ async fn bodies_that_are_not_json_are_malformed_json_problems() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 400);
+    let p = Reply::of(r).await.problem(400, "malformed-json");
+    assert_eq!(p["field"], "title", "{p}");
+    assert_eq!(app.stored("target").1, "Target");
 }
 
 #[actix_web::test]
@@ -178,4 +180,43 @@ async fn unknown_api_paths_and_methods_are_problems_too() {
     app.fetch("/api/pages/kubernetes/archive")
         .await
         .problem(405, "method-not-allowed");
+}
+
+#[actix_web::test]
+async fn a_failure_on_our_side_is_500_internal_with_its_cause_logged_not_sent() {
+    crate::helpers::capture_logs();
+    let app = spawn_app().await;
+    // A fault no answer of the API maps: the database refuses the insert itself.
+    let postgres = matches!(app.pages_db, crate::helpers::PagesDb::Postgres { .. });
+    app.sql(if postgres {
+        "CREATE FUNCTION injected_fault() RETURNS trigger LANGUAGE plpgsql AS
+         $$ BEGIN RAISE EXCEPTION 'injected-fault-5e1f'; END $$;
+         CREATE TRIGGER injected_fault BEFORE INSERT ON pages
+         FOR EACH ROW EXECUTE FUNCTION injected_fault();"
+    } else {
+        "CREATE TRIGGER injected_fault BEFORE INSERT ON pages
+         BEGIN SELECT RAISE(ABORT, 'injected-fault-5e1f'); END;"
+    });
+    let r = app
+        .create(serde_json::json!({"title": "Never stored"}))
+        .await;
+    let p = r.problem(500, "internal");
+    assert!(!r.text.contains("injected-fault-5e1f"), "{p}");
+    assert_eq!(app.stored_count(), 8, "nothing was written");
+    let logs = crate::helpers::logs();
+    assert!(
+        logs.lines()
+            .any(|l| l.contains("api request failed") && l.contains("injected-fault-5e1f")),
+        "the cause is logged"
+    );
+    // A write the fault does not touch still succeeds.
+    app.sql(if postgres {
+        "DROP TRIGGER injected_fault ON pages"
+    } else {
+        "DROP TRIGGER injected_fault"
+    });
+    let r = app
+        .create(serde_json::json!({"title": "Stored after"}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
 }

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::common::spawn_app_with;
+use crate::helpers::spawn_app_with;
 use crate::helpers::{spawn_app, Reply, TestApp};
 
 async fn create_with(app: &TestApp, title: &str, headers: &[(&str, &str)]) -> Reply {

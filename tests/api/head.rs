@@ -1,6 +1,6 @@
 //! HEAD on every GET route (SPEC §9): GET's status and headers, no body.
 
-use crate::common::header;
+use crate::helpers::header;
 use crate::helpers::spawn_app;
 
 /// Headers that must be the same on HEAD as on GET, when GET has them.

@@ -5,7 +5,11 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::{json, Value};
 
-pub use crate::common::{spawn_app, TestApp, T0};
+// The shared helpers (`tests/common`), reached through this module as every test
+// binary reaches them: `crate::helpers`.
+#[path = "../common/mod.rs"]
+mod common;
+pub use common::*;
 
 /// The client the PIN-protected requests come from unless a test picks another
 /// (the test app trusts 127.0.0.1 as a proxy, so `X-Forwarded-For` names it).
@@ -21,7 +25,8 @@ pub struct Reply {
 }
 
 impl Reply {
-    async fn of(r: reqwest::Response) -> Self {
+    /// `r`, read whole.
+    pub async fn of(r: reqwest::Response) -> Self {
         Self {
             status: r.status().as_u16(),
             headers: r.headers().clone(),
@@ -119,13 +124,16 @@ impl TestApp {
 
     /// `(version, title, body)` of `slug` as stored, in any state.
     pub fn stored(&self, slug: &str) -> (i64, String, String) {
-        self.conn()
-            .query_row(
-                "SELECT current_version, title, body FROM pages WHERE slug = ?1",
-                [slug],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .unwrap()
+        let rows = self.sql_rows(&format!(
+            "SELECT current_version, title, body FROM pages WHERE slug = '{}'",
+            slug.replace('\'', "''")
+        ));
+        let row = rows.first().unwrap_or_else(|| panic!("no page {slug}"));
+        (
+            row[0].as_deref().unwrap().parse().unwrap(),
+            row[1].clone().unwrap(),
+            row[2].clone().unwrap(),
+        )
     }
 }
 
@@ -137,11 +145,14 @@ pub fn logs() -> String {
 
 static LOG: OnceLock<Mutex<Vec<u8>>> = OnceLock::new();
 
-/// Sends every log line of the app (debug and up) to [`logs`]. Idempotent.
+/// Sends every log line of the app (debug and up, through the product's own filter)
+/// to [`logs`]. Idempotent.
 pub fn capture_logs() {
     if LOG.set(Mutex::new(Vec::new())).is_ok() {
         tracing_subscriber::fmt()
-            .with_env_filter("debug")
+            .with_env_filter(agent_pages::telemetry::capped(
+                tracing_subscriber::EnvFilter::new("debug"),
+            ))
             .with_writer(|| Capture)
             .with_ansi(false)
             .init();
@@ -234,9 +245,7 @@ pub async fn read_until_closed(mut stream: tokio::net::TcpStream) -> RawReply {
 impl TestApp {
     /// Pages stored, in any state.
     pub fn stored_count(&self) -> i64 {
-        self.conn()
-            .query_row("SELECT COUNT(*) FROM pages", [], |r| r.get(0))
-            .unwrap()
+        self.sql_i64("SELECT COUNT(*) FROM pages")
     }
 }
 

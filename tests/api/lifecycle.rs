@@ -16,14 +16,7 @@ async fn archiving_takes_the_page_off_the_ledger_and_bumps_its_version() {
         r.json(),
         json!({"slug": "notes", "version": 2, "lifecycle": "archived", "claimed_at": null})
     );
-    let updated_at: i64 = app
-        .conn()
-        .query_row(
-            "SELECT updated_at FROM pages WHERE slug = 'notes'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let updated_at = app.sql_i64("SELECT updated_at FROM pages WHERE slug = 'notes'");
     assert_eq!(updated_at, T0 + 7);
     assert!(!app.fetch("/").await.text.contains("/p/notes\""));
     assert_eq!(app.fetch("/p/notes").await.status, 404);

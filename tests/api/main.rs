@@ -1,8 +1,6 @@
 //! Integration tests of the agent JSON API (`/api/…`) through real HTTP on a loopback
 //! port 0, over a real SQLite file, with real concurrency.
 
-#[path = "../common/mod.rs"]
-mod common;
 mod helpers;
 
 mod concurrency;

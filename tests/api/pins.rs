@@ -74,18 +74,20 @@ async fn the_11th_wrong_pin_from_one_client_is_429_and_other_clients_are_unaffec
             .remove(0)
     };
     let rows: Vec<(String, i64)> = app
-        .conn()
-        .prepare(
-            "SELECT bucket, count FROM rate_limit_counters WHERE bucket IN (?1, ?2)
+        .sql_rows(&format!(
+            "SELECT bucket, count FROM rate_limit_counters WHERE bucket IN ('{}', '{}')
              ORDER BY count DESC",
-        )
-        .unwrap()
-        .query_map([pin_key(GUESSER), pin_key(NEIGHBOUR)], |r| {
-            Ok((r.get(0)?, r.get(1)?))
+            pin_key(GUESSER),
+            pin_key(NEIGHBOUR)
+        ))
+        .into_iter()
+        .map(|r| {
+            (
+                r[0].clone().unwrap(),
+                r[1].as_deref().unwrap().parse().unwrap(),
+            )
         })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+        .collect();
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert_eq!(rows[0].1, 10);
     assert!(rows
@@ -160,13 +162,8 @@ async fn the_pin_and_its_hash_appear_in_no_response_and_no_log() {
             .text,
     );
 
-    let stored: String = app
-        .conn()
-        .query_row(
-            "SELECT pin_hash FROM pages WHERE slug = 'secret'",
-            [],
-            |r| r.get(0),
-        )
+    let stored: String = app.sql_rows("SELECT pin_hash FROM pages WHERE slug = 'secret'")[0][0]
+        .clone()
         .unwrap();
     assert!(
         stored.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
@@ -272,24 +269,11 @@ async fn per_page_pin_failures_the_21st_wrong_pin_against_one_page_locks_it_for_
     assert!(p["detail"].as_str().unwrap().contains("this client"), "{p}");
 
     // Counted under the hashed page id: 20, the refused guesses not at all.
-    let id: i64 = app
-        .conn()
-        .query_row("SELECT id FROM pages WHERE slug = 'vault'", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
+    let id = app.sql_i64("SELECT id FROM pages WHERE slug = 'vault'");
     let key = &agent_pages::budget::Budget::pin_page_failures(20)
         .keys_of(&id.to_string())
         .0[0];
-    let count: i64 = app
-        .conn()
-        .query_row(
-            "SELECT count FROM rate_limit_counters WHERE bucket = ?1",
-            [key],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(count, 20);
+    assert_eq!(app.counter_row(key).map(|(_, count)| count), Some(20));
 
     // The next hour window starts from zero.
     app.clock.advance(3600);

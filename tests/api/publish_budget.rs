@@ -3,11 +3,10 @@
 
 use serde_json::json;
 
-use crate::common::spawn_app_with;
-use crate::helpers::{AGENT, PIN};
+use crate::helpers::{spawn_app_with, AGENT, PIN};
 
-/// (minute, hour) publish counters of `client` in SQLite (0 without a row).
-fn publish_counters(app: &crate::common::TestApp, client: &str) -> (i64, i64) {
+/// (minute, hour) publish counters of `client` as stored (0 without a row).
+fn publish_counters(app: &crate::helpers::TestApp, client: &str) -> (i64, i64) {
     let keys = app
         .state
         .budgets
@@ -15,23 +14,14 @@ fn publish_counters(app: &crate::common::TestApp, client: &str) -> (i64, i64) {
         .keys(&agent_pages::client_ip::ClientIp::from_addr(
             client.parse().unwrap(),
         ));
-    let conn = app.conn();
-    let read = |k: &str| -> i64 {
-        rusqlite::OptionalExtension::optional(conn.query_row(
-            "SELECT count FROM rate_limit_counters WHERE bucket = ?1",
-            [k],
-            |r| r.get(0),
-        ))
-        .unwrap()
-        .unwrap_or(0)
-    };
+    let read = |k: &str| -> i64 { app.counter_row(k).map_or(0, |(_, count)| count) };
     (read(&keys.0[0]), read(&keys.0[1]))
 }
 
 #[actix_web::test]
 async fn the_fourth_write_in_a_minute_of_three_is_refused_and_counts_nothing() {
     let app = spawn_app_with(|s| s.publish_budget.set_limit("minute", 3)).await;
-    app.clock.set(crate::common::T0 + 20);
+    app.clock.set(crate::helpers::T0 + 20);
     let first = app
         .create(json!({"slug": "budgeted", "title": "Budgeted page", "pin": PIN}))
         .await;
@@ -83,7 +73,7 @@ async fn the_fourth_write_in_a_minute_of_three_is_refused_and_counts_nothing() {
     assert_eq!(publish_counters(&app, AGENT), (3, 3));
 
     // The next minute admits again; the hour window kept counting.
-    app.clock.set(crate::common::T0 + 60);
+    app.clock.set(crate::helpers::T0 + 60);
     let next = app.create(json!({"title": "Next minute"})).await;
     assert_eq!(next.status, 201);
     assert_eq!(publish_counters(&app, AGENT), (1, 4));

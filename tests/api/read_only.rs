@@ -11,7 +11,7 @@ use agent_pages::page_store::sqlite::SqlitePages;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::json;
 
-use crate::common::spawn_app_with;
+use crate::helpers::spawn_app_with;
 use crate::helpers::{TestApp, AGENT, PIN};
 
 async fn make_every_pooled_connection_read_only(app: &TestApp) {
@@ -53,10 +53,6 @@ async fn read_only_pooled_connections_are_dropped_and_writes_succeed_at_once() {
         .put_page("mine", Some(PIN), AGENT, json!({"body": "changed"}))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    // Wrong PINs are written too (the failure counter).
-    make_every_pooled_connection_read_only(&app).await;
-    let r = app
-        .put_page("mine", Some("wrong pin"), AGENT, json!({"body": "x"}))
-        .await;
-    r.problem(403, "wrong-pin");
+    // (Wrong PINs are counted by the budget store on its own connection, not
+    // through this pool: a read-only pool cannot affect them.)
 }

@@ -1,11 +1,17 @@
 //! `spawn_app()`: a real server on 127.0.0.1:0 over a temp SQLite file, with a manual
 //! clock and a fault hook in the scorer, and a typed handle to drive and inspect it.
-//! Shared by the `search` and `api` test binaries (each includes it with `#[path]`).
+//! Shared by the test binaries, each of which reaches it as `crate::helpers`: it is
+//! included with `#[path]` as `helpers` itself, or by the binary's own `helpers.rs`
+//! (`api`, `mcp`, `search_redis`), which re-exports all of it beside its own helpers.
 //!
 //! [`spawn_app_on`] picks the budget store: the SQLite file (what `spawn_app` uses),
-//! or a real `redis-server` started for the app (the `search_redis` binary runs the
-//! budget tests that way). Either way [`TestApp::counters`] reads the counters where
-//! the store keeps them.
+//! a real `redis-server` started for the app (the `search_redis` binary runs the
+//! budget tests that way), or PostgreSQL with the pages ([`spawn_app_in`] picks
+//! where the pages are: the SQLite file, or a database of its own on the test
+//! binary's PostgreSQL server; the `postgres` binary runs the suites that way).
+//! Whichever, [`TestApp::counters`] reads the counters where the store keeps them,
+//! and [`TestApp::sql`] / [`TestApp::sql_rows`] reach the pages' database as
+//! another process would.
 
 // Each binary uses part of it.
 #![allow(dead_code)]
@@ -21,13 +27,14 @@ use agent_pages::clock::ManualClock;
 use agent_pages::configuration::Settings;
 use agent_pages::startup::Application;
 use agent_pages::state::AppState;
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
 /// The real-program helpers (a test binary that includes this file reaches them as
 /// `helpers::support` rather than including them a second time).
 #[path = "../support/mod.rs"]
 pub mod support;
 
+pub use support::pg_server::{self, PostgresServer};
 pub use support::RedisServer;
 
 /// A unix time on an hour boundary, so minute and hour windows start together.
@@ -126,21 +133,67 @@ pub enum Store {
     Sqlite,
     /// A `redis-server` of its own, started with the app and killed with it.
     Redis,
+    /// `rate_limit_counters` in the app's PostgreSQL database (pages there too).
+    Postgres,
+}
+
+/// Where an app keeps its pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pages {
+    /// The SQLite file (the default).
+    Sqlite,
+    /// A database of its own on the test binary's PostgreSQL server.
+    Postgres,
+}
+
+/// The pages' database of a running test app, as another process reaches it.
+#[derive(Debug, Clone)]
+pub enum PagesDb {
+    Sqlite(PathBuf),
+    /// The database's URL (as the superuser) and name.
+    Postgres {
+        url: String,
+        db: String,
+    },
+}
+
+/// The deadline of one PostgreSQL statement in tests: long, so that a loaded test
+/// machine never turns into a 503 (the fault tests lower it).
+pub const TEST_PG_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Settings for pages in `server`'s database `db`, as the tests run them: the test's
+/// manual clock for budget windows, [`TEST_PG_TIMEOUT`].
+pub fn pg_settings(server: &PostgresServer, db: &str) -> agent_pages::pg::PgSettings {
+    let mut pg = agent_pages::pg::PgSettings::parse(&server.url(db)).unwrap();
+    pg.statement_timeout = TEST_PG_TIMEOUT;
+    pg.pool_size = 8;
+    pg.server_clock = false;
+    pg
 }
 
 pub struct TestApp {
     pub address: String,
     pub metrics_address: String,
     pub db_path: PathBuf,
+    /// The budget database beside it (its counters; unused with Redis).
+    pub budget_db_path: PathBuf,
     pub client: reqwest::Client,
     pub clock: ManualClock,
     pub faults: Arc<Faults>,
     pub state: web::Data<AppState>,
     /// The app's redis-server, when its store is [`Store::Redis`].
     pub redis: Option<RedisServer>,
-    /// The connection holding SQLite's write lock while [`TestApp::block_budget_store`]
-    /// is in force.
+    /// Where the pages are (and the counters, unless in Redis or, with SQLite
+    /// pages, the budget file).
+    pub pages_db: PagesDb,
+    /// The budget store, as chosen.
+    pub store: Store,
+    /// The connection holding the budget database's write lock while
+    /// [`TestApp::block_budget_store`] is in force.
     locker: Option<Connection>,
+    /// The PostgreSQL session holding the counters' table lock meanwhile (a thread
+    /// that releases it when told).
+    pg_locker: Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
     _dir: tempfile::TempDir,
 }
 
@@ -159,22 +212,120 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
 /// follow the test's manual clock (not the server's), and a call may take 5 s before
 /// it counts as unavailable, so a loaded test machine never turns into a 503.
 pub async fn spawn_app_on(store: Store, configure: impl FnOnce(&mut Settings)) -> TestApp {
-    let dir = tempfile::tempdir().unwrap();
+    let pages = match store {
+        Store::Postgres => Pages::Postgres,
+        Store::Sqlite | Store::Redis => Pages::Sqlite,
+    };
+    spawn_app_in(pages, store, configure).await
+}
+
+/// [`spawn_app_on`] with the pages in `pages` (PostgreSQL pages keep the budget in
+/// PostgreSQL or Redis, never in SQLite: [`Store::Sqlite`] there means PostgreSQL).
+pub async fn spawn_app_in(
+    pages: Pages,
+    store: Store,
+    configure: impl FnOnce(&mut Settings),
+) -> TestApp {
+    spawn_app_over(tempfile::tempdir().unwrap(), pages, None, store, configure).await
+}
+
+/// [`spawn_app_with`] with its databases under `folder` (a [`support::Tmpfs`], say)
+/// instead of a fresh temp folder.
+pub async fn spawn_app_in_folder(
+    folder: &std::path::Path,
+    configure: impl FnOnce(&mut Settings),
+) -> TestApp {
+    let dir = tempfile::tempdir_in(folder).unwrap();
+    spawn_app_over(dir, Pages::Sqlite, None, Store::Sqlite, configure).await
+}
+
+/// Another app (a replica in this process) on `of`'s PostgreSQL database, its budget
+/// there too: the pages and counters are shared, nothing else is.
+pub async fn spawn_replica(of: &TestApp, configure: impl FnOnce(&mut Settings)) -> TestApp {
+    let PagesDb::Postgres { db, .. } = &of.pages_db else {
+        panic!("replicas share a PostgreSQL database")
+    };
+    let pg = pg_settings(pg_server::shared(), db);
+    spawn_app_over(
+        tempfile::tempdir().unwrap(),
+        Pages::Postgres,
+        Some((pg, db.clone())),
+        Store::Postgres,
+        configure,
+    )
+    .await
+}
+
+/// An app over the (seeded) PostgreSQL database of `pg`, its budget there too.
+pub async fn spawn_app_configured(
+    pg: agent_pages::pg::PgSettings,
+    configure: impl FnOnce(&mut Settings),
+) -> TestApp {
+    let db = pg.describe().rsplit('/').next().unwrap().to_owned();
+    spawn_app_over(
+        tempfile::tempdir().unwrap(),
+        Pages::Postgres,
+        Some((pg, db)),
+        Store::Postgres,
+        configure,
+    )
+    .await
+}
+
+/// The app over `pages`, its files in `dir`: a fresh SQLite file or PostgreSQL database holding
+/// [`PAGES`], or the PostgreSQL database `existing` names (its settings and name).
+async fn spawn_app_over(
+    dir: tempfile::TempDir,
+    pages: Pages,
+    existing: Option<(agent_pages::pg::PgSettings, String)>,
+    store: Store,
+    configure: impl FnOnce(&mut Settings),
+) -> TestApp {
     let db_path = dir.path().join("nested").join("agent-pages.sqlite3");
-    {
-        let mut conn = agent_pages::db::open_migrated(&db_path).unwrap();
-        agent_pages::import::import(&mut conn, PAGES.as_bytes(), None, T0 - 100).unwrap();
-    }
+    let (pages_db, postgres, store) = match pages {
+        Pages::Sqlite => {
+            let mut conn = agent_pages::db::open_migrated(&db_path).unwrap();
+            agent_pages::import::import(&mut conn, PAGES.as_bytes(), None, T0 - 100).unwrap();
+            (PagesDb::Sqlite(db_path.clone()), None, store)
+        }
+        Pages::Postgres => {
+            let (db, pg) = match existing {
+                Some((pg, db)) => (db, pg),
+                None => {
+                    let server = pg_server::shared();
+                    let db = server.create_database();
+                    let pg = pg_settings(server, &db);
+                    import_into_postgres(&pg, PAGES, T0 - 100).await;
+                    (db, pg)
+                }
+            };
+            let store = if store == Store::Redis {
+                Store::Redis
+            } else {
+                Store::Postgres
+            };
+            (
+                PagesDb::Postgres {
+                    url: pg.url().to_owned(),
+                    db,
+                },
+                Some(pg),
+                store,
+            )
+        }
+    };
     let clock = ManualClock::new(T0);
     let faults = Arc::new(Faults::default());
     let mut settings = Settings::for_tests(db_path.clone());
+    let budget_db_path = settings.budget_database.clone();
     settings.clock = Arc::new(clock.clone());
     settings.trusted_proxies = "127.0.0.1".parse().unwrap();
     let hook_faults = faults.clone();
     settings.scoring_hook = Some(Arc::new(move |q: &str| hook_faults.hook(q)));
     settings.metrics_bind = Some("127.0.0.1:0".parse().unwrap());
+    settings.postgres = postgres;
     let redis = match store {
-        Store::Sqlite => None,
+        Store::Sqlite | Store::Postgres => None,
         Store::Redis => {
             let server = RedisServer::start();
             settings.redis = Some(RedisSettings {
@@ -200,14 +351,31 @@ pub async fn spawn_app_on(store: Store, configure: impl FnOnce(&mut Settings)) -
         address,
         metrics_address,
         db_path,
+        budget_db_path,
         client,
         clock,
         faults,
         state,
         redis,
+        pages_db,
+        store,
         locker: None,
+        pg_locker: None,
         _dir: dir,
     }
+}
+
+/// Imports `lines` (JSON Lines) into the PostgreSQL database of `pg` (migrated
+/// first), as `agent-pages import` would.
+pub async fn import_into_postgres(pg: &agent_pages::pg::PgSettings, lines: &str, now: i64) {
+    let pages = agent_pages::page_store::postgres::PostgresPages::open(pg)
+        .await
+        .expect("opening the test database");
+    let store = agent_pages::page_store::PageStore::new(pages);
+    agent_pages::import::import_into(&store, lines.as_bytes(), None, now)
+        .await
+        .expect("importing the test pages");
+    store.close();
 }
 
 impl TestApp {
@@ -338,7 +506,8 @@ impl TestApp {
     }
 
     /// (window start, count) of search window number `window` (0 = minute, 1 = hour)
-    /// of `client`, as stored: the SQLite row, or the Redis value `"start:count"`.
+    /// of `client`, as stored: the SQLite or PostgreSQL row, or the Redis value
+    /// `"start:count"`.
     pub fn window_row(&self, client: &str, window: usize) -> Option<(i64, i64)> {
         let keys = self
             .state
@@ -346,15 +515,7 @@ impl TestApp {
             .search
             .keys(&ClientIp::from_addr(client.parse().unwrap()));
         match &self.redis {
-            None => self
-                .conn()
-                .query_row(
-                    "SELECT window_start, count FROM rate_limit_counters WHERE bucket = ?1",
-                    [&keys.0[window]],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()
-                .expect("reading rate_limit_counters"),
+            None => self.counter_row(&keys.0[window]),
             Some(redis) => {
                 let value = redis.get(&key_name(&keys.0[0], &keys.0[window]))?;
                 let (start, count) = value.split_once(':').expect("start:count");
@@ -363,16 +524,113 @@ impl TestApp {
         }
     }
 
+    /// (window start, count) of the counter row of `bucket` in the SQLite budget
+    /// file's or PostgreSQL's table (`None` without a row, or with a row PostgreSQL made for a
+    /// peek only: window start 0, count 0, which counts as no row).
+    pub fn counter_row(&self, bucket: &str) -> Option<(i64, i64)> {
+        let query = format!(
+            "SELECT window_start, count FROM rate_limit_counters WHERE bucket = '{bucket}'"
+        );
+        let rows = match &self.pages_db {
+            // With SQLite pages the counters are in the budget file of their own.
+            PagesDb::Sqlite(_) => {
+                let conn = self.budget_conn();
+                let mut stmt = conn.prepare(&query).unwrap();
+                stmt.query_map([], |r| {
+                    Ok(vec![
+                        Some(r.get::<_, i64>(0)?.to_string()),
+                        Some(r.get::<_, i64>(1)?.to_string()),
+                    ])
+                })
+                .unwrap()
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap()
+            }
+            PagesDb::Postgres { .. } => self.sql_rows(&query),
+        };
+        let row = rows.first()?;
+        let read = |i: usize| row[i].as_deref().unwrap().parse::<i64>().unwrap();
+        let (start, count) = (read(0), read(1));
+        (start, count).ne(&(0, 0)).then_some((start, count))
+    }
+
+    /// Runs `statements` (SQL, no results) on the pages' database from a
+    /// connection of its own, as another process would.
+    pub fn sql(&self, statements: &str) {
+        match &self.pages_db {
+            PagesDb::Sqlite(_) => self.conn().execute_batch(statements).unwrap(),
+            PagesDb::Postgres { url, .. } => pg_server::sql_at(url, statements),
+        }
+    }
+
+    /// The rows of `query` on the pages' database, every value as text (`None`
+    /// for NULL).
+    pub fn sql_rows(&self, query: &str) -> Vec<Vec<Option<String>>> {
+        match &self.pages_db {
+            PagesDb::Sqlite(_) => {
+                let conn = self.conn();
+                let mut stmt = conn.prepare(query).unwrap();
+                let columns = stmt.column_count();
+                stmt.query_map([], |r| {
+                    (0..columns)
+                        .map(|i| {
+                            Ok(match r.get_ref(i)? {
+                                rusqlite::types::ValueRef::Null => None,
+                                rusqlite::types::ValueRef::Integer(n) => Some(n.to_string()),
+                                rusqlite::types::ValueRef::Real(x) => Some(x.to_string()),
+                                rusqlite::types::ValueRef::Text(t) => {
+                                    Some(String::from_utf8_lossy(t).into_owned())
+                                }
+                                rusqlite::types::ValueRef::Blob(_) => Some("<blob>".into()),
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+            }
+            PagesDb::Postgres { url, .. } => pg_server::text_rows_at(url, query),
+        }
+    }
+
+    /// The first column of the first row of `query`, as a whole number.
+    pub fn sql_i64(&self, query: &str) -> i64 {
+        self.sql_rows(query)[0][0]
+            .as_deref()
+            .expect("not NULL")
+            .parse()
+            .unwrap()
+    }
+
     /// Makes the budget store stop answering, as in an outage: another connection
-    /// takes SQLite's write lock (held past the busy timeout), or the app's
-    /// redis-server is stopped. [`TestApp::unblock_budget_store`] ends it.
+    /// takes the budget database's write lock (held past the busy timeout), or the
+    /// app's redis-server is stopped. [`TestApp::unblock_budget_store`] ends it.
     pub fn block_budget_store(&mut self) {
-        match &mut self.redis {
-            Some(redis) => redis.stop(),
-            None => {
-                let locker = self.conn();
+        match (&mut self.redis, &self.pages_db) {
+            (Some(redis), _) => redis.stop(),
+            (None, PagesDb::Sqlite(_)) => {
+                let locker = self.budget_conn();
                 locker.execute_batch("BEGIN IMMEDIATE").unwrap();
                 self.locker = Some(locker);
+            }
+            (None, PagesDb::Postgres { url, .. }) => {
+                // Another session holds the counters' table lock past the statement
+                // deadline (a call waits on it, then times out).
+                let url = url.clone();
+                let (release, released) = std::sync::mpsc::channel::<()>();
+                let (locked, is_locked) = std::sync::mpsc::channel::<()>();
+                let holder = std::thread::spawn(move || {
+                    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+                    let mut tx = client.transaction().unwrap();
+                    tx.batch_execute("LOCK TABLE rate_limit_counters IN ACCESS EXCLUSIVE MODE")
+                        .unwrap();
+                    locked.send(()).unwrap();
+                    let _ = released.recv();
+                    tx.rollback().unwrap();
+                });
+                is_locked.recv().unwrap();
+                self.pg_locker = Some((release, holder));
             }
         }
     }
@@ -380,18 +638,25 @@ impl TestApp {
     /// Ends [`TestApp::block_budget_store`]: the lock is released, or Redis is started
     /// again on its port (empty: every window starts afresh).
     pub fn unblock_budget_store(&mut self) {
-        match &mut self.redis {
-            Some(redis) => redis.start_again(),
-            None => {
-                let locker = self.locker.take().expect("the store was blocked");
-                locker.execute_batch("ROLLBACK").unwrap();
-            }
+        if let Some(redis) = &mut self.redis {
+            return redis.start_again();
         }
+        if let Some((release, holder)) = self.pg_locker.take() {
+            release.send(()).unwrap();
+            return holder.join().unwrap();
+        }
+        let locker = self.locker.take().expect("the store was blocked");
+        locker.execute_batch("ROLLBACK").unwrap();
     }
 
-    /// A separate connection, as another process would have.
+    /// A separate connection to the page database, as another process would have.
     pub fn conn(&self) -> Connection {
         agent_pages::db::open(&self.db_path).unwrap()
+    }
+
+    /// A separate connection to the budget database (`rate_limit_counters`).
+    pub fn budget_conn(&self) -> Connection {
+        agent_pages::db::open(&self.budget_db_path).unwrap()
     }
 
     /// Candidate fetches and (slots taken, slots refused) so far, read from

@@ -3,7 +3,11 @@
 
 use serde_json::{json, Value};
 
-pub use crate::common::{spawn_app, spawn_app_with, TestApp};
+// The shared helpers (`tests/common`), reached through this module as every test
+// binary reaches them: `crate::helpers`.
+#[path = "../common/mod.rs"]
+mod common;
+pub use common::*;
 
 /// The client the calls come from unless a test picks another (the test app trusts
 /// 127.0.0.1 as a proxy, so `X-Forwarded-For` names it).

@@ -5,8 +5,6 @@
 //! metadata). `tests/mcp_python.rs` drives the same endpoint with the official
 //! Python SDK client.
 
-#[path = "../common/mod.rs"]
-mod common;
 mod helpers;
 
 mod budgets;

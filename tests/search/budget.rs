@@ -70,7 +70,9 @@ async fn windows_reset_on_their_boundaries_and_retry_after_counts_down() {
 }
 
 #[actix_web::test]
-async fn a_day_window_added_in_configuration_alone_is_enforced_end_to_end() {
+async fn a_third_window_added_to_the_budget_data_alone_is_enforced_end_to_end() {
+    // No variable sets a third window: the test adds one to the settings' budget
+    // data, and no code names minute or hour.
     let app = spawn_app_with(|s| {
         s.search_budget
             .windows

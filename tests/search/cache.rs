@@ -1,7 +1,7 @@
 //! Gate 5: the fingerprinted cache never serves a stale corpus, and a hit maps its
 //! ids onto the freshly fetched titles.
 
-use crate::helpers::{header, spawn_app};
+use crate::helpers::{header, spawn_app, T0};
 
 const CLIENT: &str = "203.0.113.40";
 
@@ -16,13 +16,10 @@ async fn a_title_change_by_another_process_makes_the_next_identical_search_a_mis
         .unwrap()
         .contains("<mark>Persistent</mark> key-value <mark>database</mark> with network"));
 
-    app.conn()
-        .execute(
-            "UPDATE pages SET title = 'Persistent key-value database, renamed', current_version = current_version + 1
-             WHERE slug = 'redis'",
-            [],
-        )
-        .unwrap();
+    app.sql(
+        "UPDATE pages SET title = 'Persistent key-value database, renamed', current_version = current_version + 1
+         WHERE slug = 'redis'",
+    );
     let r = app.search("persistent database", CLIENT).await;
     assert_eq!(header(&r, "x-search-cache"), Some("miss"));
     let body = r.text().await.unwrap();
@@ -60,7 +57,7 @@ async fn a_page_taken_off_the_candidates_is_never_shown_again() {
     ] {
         let (_, _, body) = app.search_json("kubernetes", CLIENT).await;
         assert!(slugs(&body).iter().any(|s| s == slug), "{slug} shown before its change");
-        app.conn().execute(change, []).unwrap();
+        app.sql(change);
         gone.push(slug);
         let (_, headers, body) = app.search_json("kubernetes", CLIENT).await;
         assert_eq!(headers.get("x-search-cache").unwrap(), "miss");
@@ -80,20 +77,22 @@ async fn a_page_taken_off_the_candidates_is_never_shown_again() {
 #[actix_web::test]
 async fn a_change_outside_the_candidates_keeps_the_cache_warm() {
     let app = spawn_app().await;
-    app.search("golang compiler", CLIENT).await;
-    // An archived page changing moves the generation but not the fingerprint.
-    app.conn()
-        .execute(
-            "UPDATE pages SET lifecycle = 'archived' WHERE slug = 'vim'",
-            [],
-        )
-        .unwrap();
-    app.search("golang compiler", CLIENT).await;
-    app.conn()
-        .execute("UPDATE pages SET body = 'edited' WHERE slug = 'vim'", [])
-        .unwrap();
+    let generation = || async { app.metric_values().await["agent_pages_corpus_generation"] };
+    let r = app.search("golang compiler", CLIENT).await;
+    assert_eq!(header(&r, "x-search-cache"), Some("miss"));
+    // Archiving vim takes it off the candidates: the fingerprint moves, so the
+    // same search scores again.
+    app.sql("UPDATE pages SET lifecycle = 'archived' WHERE slug = 'vim'");
+    let r = app.search("golang compiler", CLIENT).await;
+    assert_eq!(header(&r, "x-search-cache"), Some("miss"));
+    let before = generation().await;
+    // A change to vim now, outside the candidates, moves the generation but not
+    // the fingerprint: a hit.
+    app.sql("UPDATE pages SET body = 'edited' WHERE slug = 'vim'");
     let r = app.search("golang compiler", CLIENT).await;
     assert_eq!(header(&r, "x-search-cache"), Some("hit"));
+    assert!(generation().await > before, "the generation moved");
+    assert_eq!(app.faults.scorings(), 2);
 }
 
 #[actix_web::test]
@@ -103,19 +102,16 @@ async fn writes_by_another_process_during_a_burst_never_yield_a_stale_title() {
         s.search_budget.set_limit("hour", 100_000);
     })
     .await;
-    let writer = app.conn();
     for k in 1..=15 {
         // Searches in flight while another connection renames the page...
         let burst: Vec<_> = (0..8)
             .map(|i| app.spawn_search_full("persistent database", &format!("198.51.100.{i}")))
             .collect();
-        writer
-            .execute(
-                "UPDATE pages SET title = ?1, current_version = current_version + 1
-                 WHERE slug = 'redis'",
-                [format!("Persistent key-value database revision {k}")],
-            )
-            .unwrap();
+        app.sql(&format!(
+            "UPDATE pages SET title = 'Persistent key-value database revision {k}',
+                    current_version = current_version + 1
+             WHERE slug = 'redis'"
+        ));
         // ...and every search sent after that commit shows the new title.
         let (status, _, body) = app
             .spawn_search_full("persistent database", CLIENT)
@@ -186,13 +182,279 @@ async fn hits_past_the_touch_log_bound_keep_the_lru_order_exact() {
         cache_statuses(&app, &["kubernetes", "redis"]).await,
         ["miss", "miss"]
     );
-    // More hits on kubernetes than the log holds, then one on redis: kubernetes is
-    // now the oldest, whether its uses were applied on the flush or at eviction.
+    // More hits on kubernetes than the log holds (the first ones applied on the
+    // flush, the last ones at eviction): redis, stored after it, is now the
+    // oldest, so postgres evicts redis and kubernetes stays.
     let many = vec!["kubernetes"; TOUCH_LOG_FLUSH + 5];
     assert!(cache_statuses(&app, &many).await.iter().all(|s| s == "hit"));
     assert_eq!(
-        cache_statuses(&app, &["redis", "postgres", "redis", "kubernetes"]).await,
-        ["hit", "miss", "hit", "miss"]
+        cache_statuses(&app, &["postgres", "kubernetes", "redis"]).await,
+        ["miss", "hit", "miss"]
+    );
+}
+
+#[actix_web::test]
+async fn concurrent_hits_keep_the_lru_order_exact() {
+    use agent_pages::search::cache::view::TOUCH_LOG_FLUSH;
+    let app = crate::helpers::spawn_app_with(|s| {
+        s.search.cache_entries = 3;
+        s.search.max_in_flight = 100_000;
+        s.search_budget.set_limit("minute", 1_000_000);
+        s.search_budget.set_limit("hour", 1_000_000);
+    })
+    .await;
+    let queries = ["kubernetes", "redis", "postgres"];
+    assert_eq!(cache_statuses(&app, &queries).await, ["miss"; 3]);
+    // Three rounds of concurrent hits, each waited for: on all three entries, then
+    // on the first two, then on the first one. Postgres is now the least recently
+    // used, then redis, then kubernetes (the reverse of the order they were
+    // stored in), whatever order each round's hits ran in, and with more hits in
+    // all than the touch log holds before a flush.
+    let per_round = 600;
+    assert!(3 * per_round > TOUCH_LOG_FLUSH);
+    for round in 0..3 {
+        let hits: Vec<_> = (0..per_round)
+            .map(|i| app.spawn_search_full(queries[i % (3 - round)], CLIENT))
+            .collect();
+        for hit in hits {
+            let (status, cache, _) = hit.await.unwrap();
+            assert_eq!((status, cache.as_str()), (200, "hit"), "round {round}");
+        }
+    }
+    // Each miss evicts the least recently used: golang evicts postgres, then
+    // postgres redis, redis kubernetes, kubernetes golang. One wrong step would
+    // make a later one a hit.
+    assert_eq!(
+        cache_statuses(&app, &["golang", "postgres", "redis", "kubernetes"]).await,
+        ["miss"; 4]
+    );
+}
+
+/// Words of the generated corpus: far enough apart that each matches itself.
+const WORDS: [&str; 40] = [
+    "amber", "basalt", "cobalt", "dune", "ember", "fjord", "granite", "harbor", "iris", "jasper",
+    "kelp", "lagoon", "meadow", "nebula", "orchid", "prairie", "quartz", "raven", "sierra",
+    "tundra", "umber", "valley", "willow", "xenon", "yarrow", "zephyr", "acorn", "bramble",
+    "canyon", "delta", "estuary", "falcon", "glacier", "heron", "island", "juniper", "kestrel",
+    "lichen", "marsh", "nimbus",
+];
+
+/// The app over a generated corpus of `titles` pages of three [`WORDS`] each, with
+/// `max_bytes` for the cache, no entry bound to speak of, `rows` rows a page and a
+/// budget one client cannot use up.
+async fn app_over_words(titles: usize, max_bytes: usize, rows: usize) -> crate::helpers::TestApp {
+    let app = crate::helpers::spawn_app_with(|s| {
+        s.search.cache_entries = 1_000_000;
+        s.search.cache_max_bytes = max_bytes;
+        s.search.result_limit = rows;
+        s.search_budget.set_limit("minute", 1_000_000);
+        s.search_budget.set_limit("hour", 1_000_000);
+    })
+    .await;
+    let corpus: String = (0..titles)
+        .map(|i| {
+            let w = |k: usize| WORDS[(i * k + k) % WORDS.len()];
+            format!("{{\"title\":\"{} {} {} {i}\"}}\n", w(1), w(7), w(13))
+        })
+        .collect();
+    agent_pages::import::import_into(&app.state.pages.store, corpus.as_bytes(), None, T0)
+        .await
+        .unwrap();
+    app
+}
+
+/// `GET /search?q=…&page=…` from [`CLIENT`]: as JSON, or as HTML with the `theme`
+/// cookie set to `theme` (none: the system's theme).
+async fn view(
+    app: &crate::helpers::TestApp,
+    q: &str,
+    page: usize,
+    format: View,
+) -> reqwest::Response {
+    let mut request = app
+        .client
+        .get(format!("{}/search", app.address))
+        .query(&[("q", q), ("page", &page.to_string())])
+        .header("X-Forwarded-For", CLIENT);
+    request = match format {
+        View::Json => request.header("Accept", "application/json"),
+        View::Html(None) => request,
+        View::Html(Some(theme)) => request.header("Cookie", format!("theme={theme}")),
+    };
+    let r = request.send().await.unwrap();
+    assert_eq!(r.status(), 200, "{q} page {page}");
+    r
+}
+
+#[derive(Clone, Copy)]
+enum View {
+    Json,
+    Html(Option<&'static str>),
+}
+
+/// The bytes the cache holds, as `/metrics` says (the scrape asks the Cache actor,
+/// so every trim asked for before it has been done).
+async fn cache_bytes(app: &crate::helpers::TestApp) -> usize {
+    app.metric_values().await["agent_pages_search_cache_bytes"] as usize
+}
+
+#[actix_web::test]
+async fn the_cache_holds_no_more_bytes_than_its_bound_however_many_pages_are_viewed() {
+    const BOUND: usize = 128 << 10;
+    let app = app_over_words(60, BOUND, 5).await;
+    let queries: Vec<String> = WORDS
+        .iter()
+        .flat_map(|a| WORDS.iter().map(move |b| format!("{a} {b}")))
+        .filter(|q| {
+            let (a, b) = q.split_once(' ').unwrap();
+            a != b
+        })
+        .take(1000)
+        .collect();
+    let html = [
+        View::Html(None),
+        View::Html(Some("light")),
+        View::Html(Some("dark")),
+    ];
+    let (mut most, mut views) = (0, 0);
+    for q in &queries {
+        // Every page of the query in both formats and every theme.
+        let first: serde_json::Value = view(&app, q, 1, View::Json).await.json().await.unwrap();
+        let pages = first["pages"].as_u64().unwrap() as usize;
+        for page in 1..=pages {
+            let formats = if page == 1 {
+                &html[..]
+            } else {
+                &[View::Json, html[0], html[1], html[2]][..]
+            };
+            for &format in formats {
+                view(&app, q, page, format).await;
+            }
+            views += 4;
+        }
+        // The actor's count, once the trims those views asked for are done.
+        let stats = app.cache_stats().await;
+        assert!(stats.bytes <= BOUND, "{stats:?} after {q:?}, bound {BOUND}");
+        most = most.max(stats.bytes);
+    }
+    let stats = app.cache_stats().await;
+    assert!(
+        views >= 6 * queries.len(),
+        "most queries have two pages: {views}"
+    );
+    assert!(most > BOUND / 2, "the bound was reached: at most {most}");
+    assert!(
+        stats.entries < queries.len() / 4,
+        "entries were evicted by bytes, not by count: {stats:?}"
+    );
+    assert_eq!(
+        cache_bytes(&app).await,
+        stats.bytes,
+        "the gauge says the same"
+    );
+}
+
+#[actix_web::test]
+async fn a_result_larger_than_the_byte_bound_is_served_but_not_kept() {
+    // 1 byte: no result fits, not even before it is rendered.
+    let app = crate::helpers::spawn_app_with(|s| s.search.cache_max_bytes = 1).await;
+    for _ in 0..2 {
+        let r = app.search("kubernetes", CLIENT).await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(header(&r, "x-search-cache"), Some("miss"));
+        assert!(r.text().await.unwrap().contains("<mark>Kubernetes</mark>"));
+        assert_eq!(app.cache_stats().await.entries, 0);
+        assert_eq!(cache_bytes(&app).await, 0);
+    }
+    assert_eq!(app.faults.scorings(), 2);
+
+    // A bound that a small JSON answer's entry and a larger entry before its HTML
+    // page is kept fit in together, but that the larger entry alone passes once
+    // its page is kept: that page makes it too large, so it leaves, alone.
+    let roomy = spawn_app().await;
+    roomy.search_json("redis", CLIENT).await;
+    let small = cache_bytes(&roomy).await;
+    let r = roomy.search("kubernetes", CLIENT).await;
+    let page = r.text().await.unwrap().len();
+    let large = cache_bytes(&roomy).await - small;
+    let before_page = large - page;
+    assert!(small < page, "{small} {page}: no such bound");
+    let bound = (small + before_page + large) / 2;
+    let app = crate::helpers::spawn_app_with(|s| s.search.cache_max_bytes = bound).await;
+    let (_, headers, _) = app.search_json("redis", CLIENT).await;
+    assert_eq!(headers["x-search-cache"], "miss");
+    let kept = app.cache_stats().await;
+    assert_eq!((kept.entries, kept.bytes), (1, small));
+    for _ in 0..2 {
+        let r = app.search("kubernetes", CLIENT).await;
+        assert_eq!(header(&r, "x-search-cache"), Some("miss"));
+        assert!(r.text().await.unwrap().contains("<mark>Kubernetes</mark>"));
+        assert_eq!(app.cache_stats().await, kept, "only the large entry left");
+    }
+    let (_, headers, _) = app.search_json("redis", CLIENT).await;
+    assert_eq!(headers["x-search-cache"], "hit");
+
+    // 5 KiB: a result of 250 rows or more (over 6 KiB before anything is
+    // rendered) is not stored at all, so it evicts nothing to make room.
+    let app = app_over_words(400, 5 << 10, 50).await;
+    let (_, headers, _) = app.search_json("nothing matches", CLIENT).await;
+    assert_eq!(headers["x-search-cache"], "miss");
+    let small = app.cache_stats().await;
+    assert_eq!(small.entries, 1);
+    let q = WORDS.join(" ");
+    let (_, headers, body) = app.search_json(&q[..64], CLIENT).await;
+    assert_eq!(headers["x-search-cache"], "miss");
+    let total = body["total"].as_u64().unwrap();
+    assert!(total >= 250, "{total} matches, 16 bytes a row kept");
+    assert_eq!(
+        app.cache_stats().await,
+        small,
+        "the large result was not kept"
+    );
+}
+
+#[actix_web::test]
+async fn a_cache_over_its_byte_bound_evicts_the_least_recently_used_entry() {
+    // What each entry weighs once answered twice as JSON (a miss, then a hit: two
+    // bodies), measured on an app with room for all three.
+    let queries = ["kubernetes", "redis", "postgres"];
+    let roomy = crate::helpers::spawn_app().await;
+    let mut sizes = Vec::new();
+    for q in queries {
+        let before = cache_bytes(&roomy).await;
+        roomy.search_json(q, CLIENT).await;
+        roomy.search_json(q, CLIENT).await;
+        sizes.push(cache_bytes(&roomy).await - before);
+    }
+    // Any two of them fit, all three do not.
+    let bound = sizes.iter().sum::<usize>() - 1;
+    let app = crate::helpers::spawn_app_with(|s| s.search.cache_max_bytes = bound).await;
+    let cache = |q| {
+        let app = &app;
+        async move {
+            let (status, headers, _) = app.search_json(q, CLIENT).await;
+            assert_eq!(status, 200);
+            // Asking the actor waits for any trim the answer asked for.
+            app.cache_stats().await;
+            headers["x-search-cache"].to_str().unwrap().to_owned()
+        }
+    };
+    for q in ["kubernetes", "kubernetes", "redis", "redis"] {
+        cache(q).await;
+    }
+    assert_eq!(cache_bytes(&app).await, sizes[0] + sizes[1]);
+    // A hit on kubernetes makes redis the least recently used; postgres pushes
+    // the bytes past the bound.
+    assert_eq!(cache("kubernetes").await, "hit");
+    assert_eq!(cache("postgres").await, "miss");
+    assert_eq!(cache("postgres").await, "hit");
+    assert_eq!(app.cache_stats().await.entries, 2);
+    assert_eq!(cache_bytes(&app).await, sizes[0] + sizes[2]);
+    assert_eq!(cache("kubernetes").await, "hit");
+    assert_eq!(
+        cache("redis").await,
+        "miss",
+        "redis was the least recently used"
     );
 }
 

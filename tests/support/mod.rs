@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // each test crate that includes this uses a different part
 
+pub mod pg_server;
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -491,4 +493,71 @@ impl RedisServer {
             .expect("TIME");
         seconds
     }
+}
+
+/// A tmpfs of a given size mounted on a fresh temp folder, for tests of a full
+/// disk; unmounted (lazily: the app may still hold its files) and removed on drop.
+/// Mounting needs root (CI runs as root); [`Tmpfs::mount`] says why it could not.
+pub struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `bytes`, or says why not (not root, `mount` refused).
+    pub fn mount(bytes: u64) -> Result<Self, String> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err("mounting a tmpfs needs root (CI runs the tests as root)".into());
+        }
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .map_err(|e| format!("running mount: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "mount -t tmpfs refused: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(Self { dir })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Changes its size (`mount -o remount,size=…`): space freed or taken at once.
+    pub fn resize(&self, bytes: u64) {
+        let out = Command::new("mount")
+            .args(["-o", &format!("remount,size={bytes}")])
+            .arg(self.dir.path())
+            .output()
+            .expect("running mount");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// Says on the test run's own stderr (past libtest's output capture, so it shows
+/// in a passing run's log, CI's included) that `test` checked nothing here and why.
+/// Only for what the machine cannot do (not root, no immutable attribute), never
+/// for a program that is merely not installed: that fails the test.
+pub fn skipped(test: &str, why: &str) {
+    use std::io::Write as _;
+    // `eprintln!` is captured for passing tests; a write to the stream is not.
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {why}");
 }

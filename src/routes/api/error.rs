@@ -9,6 +9,7 @@ use actix_web::{HttpResponse, ResponseError};
 use crate::domain::PageFieldError;
 use crate::page_store::PageStoreError;
 use crate::pin::PinError;
+use crate::routes::faults::{self, StorageAnswer, Store};
 
 /// Why an API request failed. `Display` is the `detail` sent to the client, so it
 /// never holds a PIN, a PIN hash or an internal cause.
@@ -94,7 +95,7 @@ pub enum ApiError {
 }
 
 /// `Retry-After` of [`ApiError::StorageUnavailable`], in seconds.
-pub const STORAGE_RETRY_AFTER: i64 = 5;
+pub const STORAGE_RETRY_AFTER: i64 = crate::routes::faults::STORAGE_RETRY_AFTER.as_secs() as i64;
 
 /// One kind of problem: its status, its `type` and its `title`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,21 +323,29 @@ impl From<PinError> for ApiError {
     }
 }
 
+impl From<StorageAnswer> for ApiError {
+    /// The API's problem for a storage fault's answer (`crate::routes::faults`).
+    fn from(answer: StorageAnswer) -> Self {
+        match answer {
+            StorageAnswer::DatabaseBusy => ApiError::DatabaseBusy,
+            StorageAnswer::StorageUnavailable => ApiError::StorageUnavailable,
+            StorageAnswer::BudgetUnavailable => ApiError::BudgetUnavailable,
+            StorageAnswer::Internal => ApiError::Internal(anyhow::anyhow!("storage bug")),
+        }
+    }
+}
+
 impl From<PageStoreError> for ApiError {
-    /// A busy database (another writer held the lock past the busy timeout) or one
-    /// that cannot be written now (read-only, gone, I/O error) is a 503 to retry,
-    /// never a 500; anything else is internal.
+    /// As [`faults::TABLE`] says for the page store: busy is 503 to retry in a
+    /// second, storage that cannot keep a write 503 to retry in a few, only a bug
+    /// 500.
     fn from(e: PageStoreError) -> Self {
-        match e {
-            PageStoreError::Busy(_) => {
-                tracing::warn!(error = %e, "database busy: answered 503");
-                ApiError::DatabaseBusy
+        match faults::answer(Store::Pages, e.fault()) {
+            StorageAnswer::Internal => ApiError::Internal(e.into()),
+            answer => {
+                tracing::warn!(error = %e, "page store fault: answered 503");
+                answer.into()
             }
-            PageStoreError::Unavailable(_) => {
-                tracing::error!(error = %e, "database cannot be written: answered 503");
-                ApiError::StorageUnavailable
-            }
-            PageStoreError::Failed(_) => ApiError::Internal(e.into()),
         }
     }
 }

@@ -71,11 +71,13 @@ pub async fn spend(state: &AppState, client: &ClientIp) -> Result<Spent, ApiErro
 }
 
 impl From<StoreError> for ApiError {
+    /// As `crate::routes::faults::TABLE` says for the budget store.
     fn from(e: StoreError) -> Self {
-        match e {
+        use crate::routes::faults::{answer, StorageAnswer, Store};
+        match answer(Store::Budget, e.fault()) {
+            StorageAnswer::Internal => ApiError::Internal(e.into()),
             // The store logs the incident once (down, and up again), not per request.
-            StoreError::Unavailable(_) => ApiError::BudgetUnavailable,
-            other => ApiError::Internal(other.into()),
+            other => other.into(),
         }
     }
 }

@@ -147,6 +147,7 @@ pub(super) fn html_response(
         | Outcome::Overloaded { display }
         | Outcome::BudgetUnavailable { display }
         | Outcome::Busy { display }
+        | Outcome::StorageUnavailable { display }
         | Outcome::TooShort { display }
         | Outcome::TooLong { display }
         | Outcome::BadPage { display }
@@ -213,21 +214,21 @@ fn notice_page(
 
 /// The context every outcome's page starts from.
 fn context<'a>(state: &'a AppState, outcome: &'a Outcome) -> SearchContext<'a> {
+    context_under(&state.budgets.search, outcome)
+}
+
+/// [`context`] for an outcome of a search under `budget`.
+fn context_under<'a>(budget: &'a crate::budget::Budget, outcome: &'a Outcome) -> SearchContext<'a> {
     let kind = outcome.kind();
     let window = match outcome {
-        Outcome::Refused { window, .. } => state
-            .budgets
-            .search
-            .windows
-            .get(*window)
-            .map(|w| w.name.as_ref()),
+        Outcome::Refused { window, .. } => budget.windows.get(*window).map(|w| w.name.as_ref()),
         _ => None,
     };
     SearchContext::notice(
         outcome.display(),
         kind.notice,
         kind.title,
-        outcome.message(&state.budgets.search).into_owned(),
+        outcome.message(budget).into_owned(),
         outcome.retry_after(),
         window,
     )
@@ -342,39 +343,93 @@ fn rows_html(
 mod tests {
     use super::*;
 
-    fn notice(q: &'static str) -> SearchContext<'static> {
-        SearchContext::notice(
-            q,
-            "busy",
-            "Search is busy",
-            "Every scorer is busy: try again in a second.".to_owned(),
-            Some(1),
-            None,
-        )
+    use crate::routes::search::outcome::{self, KINDS};
+    use crate::routes::theme::THEMES;
+
+    /// One outcome of every notice row of the outcome table that shows the query
+    /// (every row but the answers and those without a query to keep), for the
+    /// query `q`; a refusal for each window of `budget`.
+    fn notice_outcomes(budget: &crate::budget::Budget, q: &str) -> Vec<Outcome> {
+        let display = || q.to_owned();
+        let mut outcomes = vec![
+            Outcome::TooLong { display: display() },
+            Outcome::BadPage { display: display() },
+            Outcome::TooShort { display: display() },
+            Outcome::Overloaded { display: display() },
+            Outcome::BudgetUnavailable { display: display() },
+            Outcome::StorageUnavailable { display: display() },
+            Outcome::Busy { display: display() },
+            Outcome::Failed { display: display() },
+        ];
+        for (window, retry_after) in (0..budget.windows.len()).zip([1, 2141]) {
+            outcomes.push(Outcome::Refused {
+                display: display(),
+                window,
+                retry_after,
+            });
+        }
+        outcomes
     }
 
     #[test]
-    fn a_filled_stencil_is_the_page_a_full_render_makes() {
+    fn a_filled_stencil_is_the_page_a_full_render_makes_for_every_notice_and_theme() {
         let tera = crate::templates::load().unwrap();
-        let render = |ctx: &SearchContext, back: &str| {
-            render_with(&tera, "dark", back, "search.html", ctx).unwrap()
-        };
-        let stencil = Stencil::cut(&render(&notice(Stencil::QUERY), Stencil::BACK)).unwrap();
-        for q in [
+        let budget = crate::budget::Budget::search(20, 200);
+        let kinds: Vec<_> = notice_outcomes(&budget, "x")
+            .iter()
+            .map(|o| *o.kind())
+            .collect();
+        for kind in &KINDS {
+            let shows_the_query = kind.notice != "results"
+                && *kind != outcome::MISSING
+                && *kind != outcome::MALFORMED;
+            assert_eq!(
+                kinds.contains(kind),
+                shows_the_query,
+                "{kind:?}: a notice row the test does not cover, or one it should not"
+            );
+        }
+        let queries = [
             "kubernetes",
             "<script>alert('x')</script> & \"quotes\" / more",
             "Straße ünïcödé 名前",
             "{{ q }} {% raw %}",
             "\u{E000}agent-pages:q\u{E000}",
-        ] {
-            let back = percent_encoding::utf8_percent_encode(
-                &format!("/search?q={q}"),
-                percent_encoding::NON_ALPHANUMERIC,
-            )
-            .to_string();
-            let q: &'static str = Box::leak(q.to_owned().into_boxed_str());
-            assert_eq!(stencil.fill(q, &back), render(&notice(q), &back), "{q:?}");
+        ];
+        let mut compared = 0;
+        for theme in THEMES {
+            let render = |ctx: &SearchContext, back: &str| {
+                render_with(&tera, theme, back, "search.html", ctx).unwrap()
+            };
+            for cut_from in notice_outcomes(&budget, Stencil::QUERY) {
+                let mut ctx = context_under(&budget, &cut_from);
+                ctx.q = Stencil::QUERY;
+                let stencil = Stencil::cut(&render(&ctx, Stencil::BACK))
+                    .unwrap_or_else(|| panic!("{theme} {}: no stencil", cut_from.kind().label));
+                for q in queries {
+                    let back = percent_encoding::utf8_percent_encode(
+                        &format!("/search?q={q}"),
+                        percent_encoding::NON_ALPHANUMERIC,
+                    )
+                    .to_string();
+                    let filled_for = notice_outcomes(&budget, q)
+                        .into_iter()
+                        .find(|o| {
+                            o.kind() == cut_from.kind()
+                                && o.message(&budget) == cut_from.message(&budget)
+                        })
+                        .unwrap();
+                    assert_eq!(
+                        stencil.fill(q, &back),
+                        render(&context_under(&budget, &filled_for), &back),
+                        "{theme} {} {q:?}",
+                        cut_from.kind().label
+                    );
+                    compared += 1;
+                }
+            }
         }
+        assert_eq!(compared, THEMES.len() * 10 * queries.len());
     }
 
     #[test]

@@ -19,9 +19,9 @@ use std::time::Instant;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::budget::error::StoreError;
 use crate::budget::Decision;
 use crate::client_ip::ClientIp;
+use crate::routes::faults::{self, StorageAnswer, Store};
 use crate::search::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
 use crate::search::corpus::Snapshot;
 use crate::search::query::{Gate1, SearchQuery};
@@ -113,19 +113,21 @@ async fn run(state: &AppState, raw_query: &str, client: &ClientIp, trace: &mut T
 
     // Gates 3/4: every window of the budget, both-or-neither.
     let now = state.clock.now();
-    let (decision, generation) = match state
+    let decision = match state
         .budgets
         .store
-        .spend_with_generation(&state.budgets.search, keys, now)
+        .spend(&state.budgets.search, keys, now)
         .await
     {
         Ok(spent) => spent,
-        // The store logs the incident once (down, and up again); the search event
+        // The store logs an outage once (down, and up again); the search event
         // records this request's outcome.
-        Err(StoreError::Unavailable(_)) => return Outcome::BudgetUnavailable { display },
         Err(e) => {
-            tracing::error!(error = %e, "budget transaction failed");
-            return Outcome::Failed { display };
+            let answer = faults::answer(Store::Budget, e.fault());
+            if answer == StorageAnswer::Internal {
+                tracing::error!(error = %e, "budget transaction failed");
+            }
+            return Outcome::of_fault(answer, display);
         }
     };
     trace.decision = Some(decision.clone());
@@ -141,12 +143,18 @@ async fn run(state: &AppState, raw_query: &str, client: &ClientIp, trace: &mut T
         };
     }
 
-    // Gate 5: the candidates as a fresh fetch would see them, then the cache.
-    let snapshot = match state.search.corpus.current(generation).await {
+    // Gate 5: the candidates as a fresh fetch would see them (the generation read
+    // from the page database now), then the cache.
+    let snapshot = match state.search.corpus.current().await {
         Ok(s) => s,
         Err(e) => {
-            tracing::error!(error = %e, "candidate fetch failed");
-            return Outcome::Failed { display };
+            let answer = faults::answer(Store::Pages, e.fault());
+            if answer == StorageAnswer::Internal {
+                tracing::error!(error = %e, "candidate fetch failed");
+            } else {
+                tracing::warn!(error = %e, "candidate fetch: page store unavailable");
+            }
+            return Outcome::of_fault(answer, display);
         }
     };
     let key = CacheKey {

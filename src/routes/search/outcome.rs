@@ -9,6 +9,7 @@ use std::sync::Arc;
 use actix_web::http::StatusCode;
 
 use crate::budget::Budget;
+use crate::routes::faults::StorageAnswer;
 use crate::search::cache::Entry;
 use crate::search::corpus::Snapshot;
 
@@ -47,9 +48,14 @@ pub enum Outcome {
     /// `SEARCH_MAX_IN_FLIGHT` valid searches are already in flight: 503 with
     /// `Retry-After: 1`, before any budget is spent.
     Overloaded { display: String },
-    /// The budget store did not answer in time (Redis down): 503 with
-    /// `Retry-After: 1`; never admitted unlimited.
+    /// The budget store could not be read or written (Redis down, a full disk):
+    /// 503 with `Retry-After: 1`; never admitted unlimited.
     BudgetUnavailable { display: String },
+    /// The page store could not be read (its WAL index unsafe to touch, I/O
+    /// failing, damaged; PostgreSQL down, so the generation is unknown): 503 with
+    /// `Retry-After: 5`, never an answer from a snapshot that may be stale; the
+    /// budget was spent.
+    StorageUnavailable { display: String },
     /// Window number `window` of the search budget is full: 429 with `Retry-After`.
     Refused {
         display: String,
@@ -170,6 +176,15 @@ pub const BUDGET_UNAVAILABLE: OutcomeKind = row(
     "Search is briefly unavailable.",
     "busy",
 );
+/// The page store could not be read.
+pub const STORAGE_UNAVAILABLE: OutcomeKind = row(
+    "503-storage",
+    StatusCode::SERVICE_UNAVAILABLE,
+    Some("/problems/storage-unavailable"),
+    "Search is unavailable",
+    "The pages cannot be read right now. Please try again in a few seconds.",
+    "busy",
+);
 /// A window of the search budget is full.
 pub const REFUSED: OutcomeKind = row(
     "429",
@@ -200,7 +215,7 @@ pub const JOIN: OutcomeKind = row("join", StatusCode::OK, None, "Search", "", "r
 /// Every kind of outcome, in the order of the outcome matrix: what [`labels`] and
 /// the metrics walk. A new row is named above, chosen in [`Outcome::kind`] and
 /// listed here.
-pub const KINDS: [OutcomeKind; 13] = [
+pub const KINDS: [OutcomeKind; 14] = [
     MISSING,
     MALFORMED,
     TOO_LONG,
@@ -208,6 +223,7 @@ pub const KINDS: [OutcomeKind; 13] = [
     TOO_SHORT,
     OVERLOADED,
     BUDGET_UNAVAILABLE,
+    STORAGE_UNAVAILABLE,
     REFUSED,
     BUSY,
     FAILED,
@@ -217,6 +233,19 @@ pub const KINDS: [OutcomeKind; 13] = [
 ];
 
 impl Outcome {
+    /// The outcome of a storage fault's answer (`crate::routes::faults`): the page
+    /// store's busy or unavailable answers are [`Outcome::StorageUnavailable`], the
+    /// budget's [`Outcome::BudgetUnavailable`], a bug [`Outcome::Failed`].
+    pub fn of_fault(answer: StorageAnswer, display: String) -> Self {
+        match answer {
+            StorageAnswer::DatabaseBusy | StorageAnswer::StorageUnavailable => {
+                Outcome::StorageUnavailable { display }
+            }
+            StorageAnswer::BudgetUnavailable => Outcome::BudgetUnavailable { display },
+            StorageAnswer::Internal => Outcome::Failed { display },
+        }
+    }
+
     /// This outcome's row of the table, by name: the one place an outcome is
     /// classified.
     pub fn kind(&self) -> &'static OutcomeKind {
@@ -228,6 +257,7 @@ impl Outcome {
             Outcome::TooShort { .. } => &TOO_SHORT,
             Outcome::Overloaded { .. } => &OVERLOADED,
             Outcome::BudgetUnavailable { .. } => &BUDGET_UNAVAILABLE,
+            Outcome::StorageUnavailable { .. } => &STORAGE_UNAVAILABLE,
             Outcome::Refused { .. } => &REFUSED,
             Outcome::Busy { .. } => &BUSY,
             Outcome::Failed { .. } => &FAILED,
@@ -257,6 +287,7 @@ impl Outcome {
             Outcome::Overloaded { .. }
             | Outcome::BudgetUnavailable { .. }
             | Outcome::Busy { .. } => Some(1),
+            Outcome::StorageUnavailable { .. } => StorageAnswer::StorageUnavailable.retry_after(),
             _ => None,
         }
     }
@@ -289,6 +320,7 @@ impl Outcome {
             | Outcome::TooShort { display }
             | Outcome::Overloaded { display }
             | Outcome::BudgetUnavailable { display }
+            | Outcome::StorageUnavailable { display }
             | Outcome::Refused { display, .. }
             | Outcome::Busy { display }
             | Outcome::Failed { display }

@@ -4,18 +4,22 @@
 //! whole bodies by what else they depend on (page, query as typed, theme, cache
 //! status…), so a repeated hit copies bytes.
 //!
-//! The routes own this; the cache only carries it: it is the entry's
-//! [`Attachment`], so it lives exactly as long as the entry (dropped once the entry
-//! is evicted and no answer holds it), and [`Attachment::bytes`] says what it
-//! holds, for a byte bound on the cache to count. The key's fingerprint pins every
-//! row's id and version, hence its slug, title and time, so a rendering stays right
-//! for as long as the entry can be found.
+//! The routes own this; the cache only carries it: it is the entry's attachment
+//! ([`Entry::attachment`]), so it lives exactly as long as the entry (dropped once
+//! the entry is evicted and no answer holds it), and every rendering kept is
+//! counted in the entry's bytes when it is added and when it is dropped
+//! ([`Entry::grew`], [`Entry::shrank`]), so the cache's byte bound
+//! (`SEARCH_CACHE_MAX_BYTES`) counts it. Kept text is shrunk to its length first,
+//! so what is counted is what is allocated. The key's fingerprint pins every row's
+//! id and version, hence its slug, title and time, so a rendering stays right for
+//! as long as the entry can be found.
 
+use std::mem::size_of;
 use std::sync::{Mutex, OnceLock};
 
 use actix_web::web::Bytes;
 
-use crate::search::cache::{Attachment, Entry};
+use crate::search::cache::Entry;
 use crate::templates::PageKey;
 
 /// Whole answers kept per entry (a few pages in a few variants).
@@ -23,7 +27,7 @@ const PAGES_PER_ENTRY: usize = 12;
 
 /// The renderings of one entry; see the module docs.
 #[derive(Debug)]
-pub(super) struct Rendered {
+struct Kept {
     html_rows: Vec<OnceLock<String>>,
     json_rows: Vec<OnceLock<String>>,
     /// Whole answers already rendered from this entry, by what else they depend on;
@@ -31,19 +35,23 @@ pub(super) struct Rendered {
     pages: Mutex<Vec<(PageKey, Bytes)>>,
 }
 
-impl Rendered {
-    /// The renderings of `entry`, made empty on first use.
-    pub(super) fn of(entry: &Entry) -> &Self {
-        entry.attachment(|| Self::new(entry.result.pages()))
-    }
+/// The renderings of one entry, as answers use them: what is kept, and the entry
+/// its bytes are counted in.
+#[derive(Clone, Copy)]
+pub(super) struct Rendered<'a> {
+    kept: &'a Kept,
+    entry: &'a Entry,
+}
 
-    /// Nothing rendered yet for an entry of `pages` pages.
-    fn new(pages: usize) -> Self {
-        Self {
-            html_rows: (0..pages).map(|_| OnceLock::new()).collect(),
-            json_rows: (0..pages).map(|_| OnceLock::new()).collect(),
-            pages: Mutex::new(Vec::new()),
-        }
+impl<'a> Rendered<'a> {
+    /// The renderings of `entry`, made empty on first use.
+    pub(super) fn of(entry: &'a Entry) -> Self {
+        let kept = entry.attachment(|| {
+            let kept = Kept::new(entry.result.pages());
+            entry.grew(kept.bytes());
+            kept
+        });
+        Self { kept, entry }
     }
 
     /// The answer body rendered for `variant`, rendered by `render` (and kept) on
@@ -53,16 +61,22 @@ impl Rendered {
         variant: PageKey,
         render: impl FnOnce() -> Result<String, E>,
     ) -> Result<Bytes, E> {
-        if let Ok(pages) = self.pages.lock() {
+        if let Ok(pages) = self.kept.pages.lock() {
             if let Some((_, body)) = pages.iter().find(|(v, _)| *v == variant) {
                 return Ok(body.clone());
             }
         }
-        let body = Bytes::from(render()?);
-        if let Ok(mut pages) = self.pages.lock() {
+        let mut body = render()?;
+        body.shrink_to_fit();
+        let body = Bytes::from(body);
+        if let Ok(mut pages) = self.kept.pages.lock() {
+            // Counted under the lock, so a body is counted before another answer
+            // can drop it.
             if pages.len() >= PAGES_PER_ENTRY {
-                pages.remove(0);
+                let (key, old) = pages.remove(0);
+                self.entry.shrank(page_bytes(&key, &old));
             }
+            self.entry.grew(page_bytes(&variant, &body));
             pages.push((variant, body.clone()));
         }
         Ok(body)
@@ -70,44 +84,53 @@ impl Rendered {
 
     /// The HTML rows of page `page`, rendered by `render` on first use; empty past
     /// the last page.
-    pub(super) fn html_rows(&self, page: usize, render: impl FnOnce() -> String) -> &str {
-        match page.checked_sub(1).and_then(|p| self.html_rows.get(p)) {
-            Some(cell) => cell.get_or_init(render),
+    pub(super) fn html_rows(&self, page: usize, render: impl FnOnce() -> String) -> &'a str {
+        match page.checked_sub(1).and_then(|p| self.kept.html_rows.get(p)) {
+            Some(cell) => cell.get_or_init(|| self.counted(render())),
             None => "",
         }
     }
 
     /// The JSON `results` array of page `page`, rendered by `render` on first use;
     /// `[]` past the last page.
-    pub(super) fn json_rows(&self, page: usize, render: impl FnOnce() -> String) -> &str {
-        match page.checked_sub(1).and_then(|p| self.json_rows.get(p)) {
-            Some(cell) => cell.get_or_init(render),
+    pub(super) fn json_rows(&self, page: usize, render: impl FnOnce() -> String) -> &'a str {
+        match page.checked_sub(1).and_then(|p| self.kept.json_rows.get(p)) {
+            Some(cell) => cell.get_or_init(|| self.counted(render())),
             None => "[]",
         }
     }
+
+    /// `text`, shrunk to fit and counted in the entry (it is about to be kept).
+    fn counted(&self, mut text: String) -> String {
+        text.shrink_to_fit();
+        self.entry.grew(text.capacity());
+        text
+    }
 }
 
-impl Attachment for Rendered {
-    /// The rendered rows and whole answers, with the keys of the answers.
+/// Bytes a kept whole answer takes beyond its place in the list (counted with
+/// [`Kept`]): its key's text and its body.
+fn page_bytes(key: &PageKey, body: &Bytes) -> usize {
+    key.heap_bytes() + body.len()
+}
+
+impl Kept {
+    /// Nothing rendered yet for an entry of `pages` pages.
+    fn new(pages: usize) -> Self {
+        Self {
+            html_rows: (0..pages).map(|_| OnceLock::new()).collect(),
+            json_rows: (0..pages).map(|_| OnceLock::new()).collect(),
+            pages: Mutex::new(Vec::with_capacity(PAGES_PER_ENTRY)),
+        }
+    }
+
+    /// Bytes it takes before anything is rendered: itself, the row cells and the
+    /// list of whole answers (allocated for all it keeps, so it never grows).
     fn bytes(&self) -> usize {
-        let rows: usize = self
-            .html_rows
-            .iter()
-            .chain(&self.json_rows)
-            .filter_map(OnceLock::get)
-            .map(String::len)
-            .sum();
-        let pages: usize = self
-            .pages
-            .lock()
-            .map(|pages| {
-                pages
-                    .iter()
-                    .map(|(key, body)| key.heap_bytes() + body.len())
-                    .sum()
-            })
-            .unwrap_or(0);
-        rows + pages
+        size_of::<Self>()
+            + (self.html_rows.capacity() + self.json_rows.capacity())
+                * size_of::<OnceLock<String>>()
+            + PAGES_PER_ENTRY * size_of::<(PageKey, Bytes)>()
     }
 }
 
@@ -149,8 +172,10 @@ mod tests {
     #[test]
     fn a_rendered_answer_is_reused_and_counted_with_its_entry() {
         let entry = entry(3, 2);
-        assert_eq!(entry.attached_bytes(), 0, "nothing rendered yet");
+        let bare = entry.bytes();
         let rendered = Rendered::of(&entry);
+        let empty = entry.bytes();
+        assert!(empty > bare, "the cells and the answer list are counted");
         let body = rendered
             .page(key(1), || Ok::<_, ()>("<p>answer</p>".into()))
             .unwrap();
@@ -159,16 +184,22 @@ mod tests {
             .unwrap();
         assert_eq!(body, again);
         let page = "Kube".len() + "<p>answer</p>".len();
-        assert_eq!(entry.attached_bytes(), page);
+        assert_eq!(entry.bytes(), empty + page);
 
         assert_eq!(rendered.html_rows(1, || "<tr/>".into()), "<tr/>");
         assert_eq!(rendered.html_rows(1, || panic!("rendered twice")), "<tr/>");
-        assert_eq!(rendered.json_rows(2, || "[{}]".into()), "[{}]");
+        let mut wide = String::with_capacity(1000);
+        wide.push_str("[{}]");
+        assert_eq!(rendered.json_rows(2, || wide), "[{}]");
         assert_eq!(rendered.html_rows(3, || panic!("past the last page")), "");
         assert_eq!(rendered.json_rows(3, || panic!("past the last page")), "[]");
-        assert_eq!(entry.attached_bytes(), page + "<tr/>".len() + "[{}]".len());
+        assert_eq!(
+            entry.bytes(),
+            empty + page + "<tr/>".len() + "[{}]".len(),
+            "kept text is shrunk to its length and counted as that"
+        );
         assert!(
-            std::ptr::eq(Rendered::of(&entry), rendered),
+            std::ptr::eq(Rendered::of(&entry).kept, rendered.kept),
             "one per entry"
         );
     }
@@ -177,10 +208,15 @@ mod tests {
     fn an_entry_keeps_the_most_recent_answers_only() {
         let entry = entry(1, 1);
         let rendered = Rendered::of(&entry);
+        let empty = entry.bytes();
         for n in 0..=PAGES_PER_ENTRY {
             rendered.page(key(n), || Ok::<_, ()>("x".into())).unwrap();
         }
-        assert_eq!(entry.attached_bytes(), PAGES_PER_ENTRY * ("Kube".len() + 1));
+        assert_eq!(
+            entry.bytes(),
+            empty + PAGES_PER_ENTRY * ("Kube".len() + 1),
+            "the dropped answer is no longer counted"
+        );
         let rendered_again = std::cell::Cell::new(false);
         rendered
             .page::<()>(key(0), || {

@@ -20,6 +20,14 @@
 //! handlers read, and applies the uses they log to its LRU order before it evicts
 //! (see [`view`]). It stays the only writer of both.
 //!
+//! Two bounds, both kept by evicting the least recently used entry: at most
+//! `SEARCH_CACHE_ENTRIES` entries, and at most `SEARCH_CACHE_MAX_BYTES` bytes kept
+//! alive by them ([`CacheBytes`]: rows, marks, keys and what the routes rendered
+//! from each). An entry alone larger than the byte bound is answered from but not
+//! kept. Entries grow after they are stored, as answers render pages from them;
+//! a growth that takes the total past the bound sends the actor one [`Trim`],
+//! which evicts (in exact LRU order, touches applied first) until it is under.
+//!
 //! Admission: the request's admission permit travels in [`Lookup`]. A hit, a join or
 //! a busy answer drops it at once (the ceiling counts computations, not cheap
 //! waiters); a leader's permit moves into the flight and is dropped when the scoring
@@ -42,7 +50,7 @@ use crate::search::corpus::Snapshot;
 use crate::search::scorer::ScorerPool;
 use view::{CacheView, Published};
 
-pub use entry::{Attachment, CacheKey, CachedResult, Entry, MAX_PAGES};
+pub use entry::{CacheBytes, CacheKey, CachedResult, Entry, MAX_PAGES};
 
 /// How a scoring ended, as its waiters see it: the entry, or `Err` when it
 /// panicked or could not run (every waiter answers 500).
@@ -82,13 +90,17 @@ impl Message for Lookup {
     type Result = Answer;
 }
 
-/// (LRU entries, keys being scored, requests waiting on them), for metrics and tests.
+/// (LRU entries, bytes they keep alive, keys being scored, requests waiting on
+/// them), for metrics and tests.
 pub struct Stats;
 
 /// See [`Stats`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheStats {
     pub entries: usize,
+    /// What the entries keep alive ([`CacheBytes::held`]), after every trim asked
+    /// for before this message.
+    pub bytes: usize,
     pub flights: usize,
     pub waiters: usize,
 }
@@ -105,11 +117,20 @@ impl Message for ApplyTouches {
     type Result = ();
 }
 
+/// Evict least recently used entries until the bytes held are under the bound
+/// (sent by the growth of an entry that took them past it).
+pub struct Trim;
+
+impl Message for Trim {
+    type Result = ();
+}
+
 /// The actor. Build it with [`Cache::new`] and start it on an actix arbiter.
 pub struct Cache {
     /// The LRU order: entry ids, least recently used first, with their keys. The
     /// entries themselves are in `view`.
     lru: LruCache<u64, CacheKey>,
+    /// At most this many entries (`SEARCH_CACHE_ENTRIES`).
     capacity: usize,
     next_id: u64,
     view: CacheView,
@@ -125,10 +146,12 @@ pub struct Cache {
 }
 
 impl Cache {
-    /// An empty cache of `capacity` entries (at least 1) that scores misses in
-    /// `scorers`, showing `result_limit` rows a page (and keeping [`MAX_PAGES`] pages).
+    /// An empty cache of at most `capacity` entries (at least 1) keeping at most
+    /// `max_bytes` alive, that scores misses in `scorers`, showing `result_limit`
+    /// rows a page (and keeping [`MAX_PAGES`] pages).
     pub fn new(
         capacity: usize,
+        max_bytes: usize,
         scorers: ScorerPool,
         result_limit: usize,
         scoring_seconds: Histogram,
@@ -137,7 +160,7 @@ impl Cache {
             lru: LruCache::new_unbounded(),
             capacity: capacity.max(1),
             next_id: 0,
-            view: CacheView::default(),
+            view: CacheView::new(max_bytes),
             flights: HashMap::new(),
             scorers,
             result_limit,
@@ -158,9 +181,17 @@ impl Cache {
         }
     }
 
-    /// Stores `entry` under `key`, evicting the least recently used entry when
-    /// full (after applying every logged use, so the choice is exact).
+    /// Stores `entry` under `key`, then evicts least recently used entries while
+    /// there are more than `capacity` or they hold more than the byte bound
+    /// (after applying every logged use, so the choice is exact). An entry larger
+    /// than the bound on its own is not stored: its waiters are answered from it,
+    /// and the next search for its key scores again.
     fn store(&mut self, key: CacheKey, entry: Arc<Entry>) {
+        let bytes = self.view.bytes().clone();
+        if entry.bytes_stored_as(&key) > bytes.bound() {
+            tracing::debug!(bytes = entry.bytes(), "search result larger than the cache");
+            return;
+        }
         let id = self.next_id;
         self.next_id += 1;
         let (lru, capacity) = (&mut self.lru, self.capacity);
@@ -168,17 +199,37 @@ impl Cache {
             for used in touches {
                 lru.get(&used);
             }
-            if let Some(old) = entries.get(&key) {
+            if let Some(old) = entries.remove(&key) {
                 lru.remove(&old.id);
+                old.entry.release();
             }
-            while lru.len() >= capacity {
-                let Some((_, evicted)) = lru.remove_lru() else {
-                    break;
-                };
-                entries.remove(&evicted);
-            }
+            entry.hold(&key, id, &bytes);
             lru.insert(id, key.clone());
             entries.insert(key, Published { id, entry });
+            evict(lru, entries, |lru| lru.len() > capacity || bytes.over());
+        });
+    }
+
+    /// Evicts the entries that grew larger than the byte bound on their own, then
+    /// least recently used entries until the bytes held are under the bound
+    /// (uses logged so far applied first).
+    fn trim(&mut self) {
+        let bytes = self.view.bytes().clone();
+        let too_big = bytes.trim_started();
+        let lru = &mut self.lru;
+        self.view.update(|entries, touches| {
+            for used in touches {
+                lru.get(&used);
+            }
+            for id in too_big {
+                // None: evicted already (or replaced, which evicted it).
+                if let Some(key) = lru.remove(&id) {
+                    if let Some(gone) = entries.remove(&key) {
+                        gone.entry.release();
+                    }
+                }
+            }
+            evict(lru, entries, |_| bytes.over());
         });
     }
 
@@ -194,8 +245,35 @@ impl Cache {
     }
 }
 
+/// Evicts the least recently used entry from `lru` and `entries` while `over`
+/// holds (or nothing is left).
+fn evict(
+    lru: &mut LruCache<u64, CacheKey>,
+    entries: &mut view::Entries,
+    over: impl Fn(&LruCache<u64, CacheKey>) -> bool,
+) {
+    while over(lru) {
+        let Some((_, evicted)) = lru.remove_lru() else {
+            break;
+        };
+        if let Some(gone) = entries.remove(&evicted) {
+            gone.entry.release();
+        }
+    }
+}
+
 impl Actor for Cache {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // Weak: the view (which entries reach) must not keep its own actor alive.
+        let me = ctx.address().downgrade();
+        self.view.bytes().on_over(move || {
+            if let Some(cache) = me.upgrade() {
+                cache.do_send(Trim);
+            }
+        });
+    }
 }
 
 impl Handler<Lookup> for Cache {
@@ -270,12 +348,21 @@ impl Handler<ApplyTouches> for Cache {
     }
 }
 
+impl Handler<Trim> for Cache {
+    type Result = ();
+
+    fn handle(&mut self, _: Trim, _: &mut Self::Context) {
+        self.trim();
+    }
+}
+
 impl Handler<Stats> for Cache {
     type Result = MessageResult<Stats>;
 
     fn handle(&mut self, _: Stats, _: &mut Self::Context) -> Self::Result {
         MessageResult(CacheStats {
             entries: self.lru.len(),
+            bytes: self.view.bytes().held(),
             flights: self.flights.len(),
             waiters: self.flights.values().map(Vec::len).sum(),
         })

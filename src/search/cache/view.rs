@@ -15,7 +15,10 @@
 //!   grows past [`TOUCH_LOG_FLUSH`]). Eviction therefore picks exactly the entry a
 //!   single-owner LRU would have picked;
 //! - a miss still goes to the actor ([`super::Lookup`]), which decides
-//!   joins, new scorings and 503s alone, as before.
+//!   joins, new scorings and 503s alone, as before;
+//! - the bytes the entries keep alive ([`CacheBytes`]) are counted as entries are
+//!   stored, grow (answers render from them, outside the actor) and are evicted;
+//!   a growth past the bound asks the actor to trim, and only then.
 
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -23,7 +26,7 @@ use std::sync::{Arc, Mutex, RwLock};
 // every hit hashes its key here.
 use foldhash::HashMap;
 
-use super::entry::{CacheKey, Entry};
+use super::entry::{CacheBytes, CacheKey, Entry};
 
 /// Touches logged before a hit asks the actor to apply them (the log's bound under
 /// a stream of hits that never evicts).
@@ -37,17 +40,22 @@ pub struct Published {
     pub entry: Arc<Entry>,
 }
 
+/// The published entries by key.
+pub(super) type Entries = HashMap<CacheKey, Published>;
+
 /// Shared between the Cache actor (writer) and handlers (readers); cheap to clone.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct CacheView {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Inner {
     entries: RwLock<HashMap<CacheKey, Published>>,
     /// Ids of entries hit since the actor last applied them, oldest first.
     touches: Mutex<Vec<u64>>,
+    /// What the published entries keep alive, against the byte bound.
+    bytes: Arc<CacheBytes>,
 }
 
 /// What [`CacheView::hit`] found.
@@ -59,6 +67,22 @@ pub struct Hit {
 }
 
 impl CacheView {
+    /// No entries yet, at most `max_bytes` of them to publish.
+    pub fn new(max_bytes: usize) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                entries: RwLock::default(),
+                touches: Mutex::default(),
+                bytes: Arc::new(CacheBytes::new(max_bytes)),
+            }),
+        }
+    }
+
+    /// The bytes the published entries keep alive, and their bound.
+    pub fn bytes(&self) -> &Arc<CacheBytes> {
+        &self.inner.bytes
+    }
+
     /// The entry published for `key`, its use logged for the LRU; `None` when the
     /// actor holds no such entry (a miss: ask the actor).
     pub fn hit(&self, key: &CacheKey) -> Option<Hit> {

@@ -1,0 +1,329 @@
+//! The budget counters in PostgreSQL, when the pages are there and no Redis/Valkey
+//! is configured (SPEC §10): every replica on the same database shares one budget
+//! per client.
+//!
+//! Shaped like the Redis backend ([`super::redis`]): one server-side call,
+//! `budget_apply` (migrations/postgres/0002), does what the Redis script does, with
+//! the same windows and the same both-or-neither decision, aligned with the
+//! database server's clock. Unlike Redis, a call costs a commit, so calls are
+//! group-committed as the SQLite RateLimiter does: requests queued while one call
+//! is in flight are decided together in the next, in arrival order. The call also
+//! reads the corpus generation, so a search learns whether its snapshot is current
+//! without a second round trip.
+//!
+//! Its connections are its own (a pool of [`CONNECTIONS`], shared with the page
+//! store's generation reads), so a budget write never waits for a page write.
+//! A call is one statement (one round trip, its own transaction), committed with
+//! `synchronous_commit = off`: PostgreSQL answers before the WAL is flushed; a crash
+//! of the database server can forget the last fraction of a second of counts (a
+//! client may get that many requests again), never a page.
+
+use std::collections::BTreeMap;
+
+use tokio::sync::{mpsc, oneshot};
+
+use std::time::Duration;
+
+use super::error::StoreError;
+use super::store::StoreClock;
+use super::{BucketKeys, Budget, Decided, WindowCount};
+use crate::page_store::postgres::Epoch;
+use crate::pg::{CallError, Pg, PgError};
+
+/// Connections of the budget and generation pool.
+pub const CONNECTIONS: usize = 2;
+
+/// Most requests decided in one call.
+pub const MAX_BATCH: usize = 512;
+
+/// What one request asks of the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Spend,
+    Peek,
+    Record,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Spend => "spend",
+            Mode::Peek => "peek",
+            Mode::Record => "record",
+        }
+    }
+}
+
+/// What the call answered for one request.
+#[derive(Debug, Clone)]
+struct Answer {
+    /// 0-based index of the refusing window.
+    refused: Option<usize>,
+    counts: Vec<i64>,
+    /// The seconds the windows were aligned with.
+    now: i64,
+    /// Microseconds past `now` when the server's clock was read (0 with the
+    /// caller's).
+    micros: i64,
+    generation: i64,
+}
+
+struct Request {
+    mode: Mode,
+    budget: std::sync::Arc<Budget>,
+    keys: BucketKeys,
+    now: i64,
+    answer: oneshot::Sender<Result<Answer, PgError>>,
+}
+
+/// The handle on the PostgreSQL counters; cheap to clone.
+#[derive(Clone)]
+pub struct PgCounters {
+    queue: mpsc::UnboundedSender<Request>,
+    server_clock: bool,
+}
+
+impl PgCounters {
+    /// Counters behind `pg` (a pool of its own, see [`CONNECTIONS`]); windows
+    /// follow the database server's clock when `server_clock`, else the `now`
+    /// each caller passes (tests with a manual clock). Every call notes in `epoch`
+    /// which server answered it (the page store's history, [`Epoch`]). Starts the
+    /// batching task on the current Tokio runtime.
+    pub fn new(pg: Pg, server_clock: bool, epoch: Epoch) -> Self {
+        let (queue, requests) = mpsc::unbounded_channel();
+        tokio::spawn(decide_batches(pg, server_clock, epoch, requests));
+        Self {
+            queue,
+            server_clock,
+        }
+    }
+
+    /// Whose clock the windows follow: the database server's, or the `now` each
+    /// caller passes (tests with a manual clock).
+    pub fn clock(&self) -> StoreClock {
+        if self.server_clock {
+            StoreClock::Own
+        } else {
+            StoreClock::Caller
+        }
+    }
+
+    /// Counts one request in every window of `budget` for `keys` if all are under
+    /// their limits, else nothing, decided in the server's time (`now` is used only
+    /// without the server clock); also the corpus generation read in the same call.
+    pub async fn spend(
+        &self,
+        budget: &std::sync::Arc<Budget>,
+        keys: &BucketKeys,
+        now: i64,
+    ) -> Result<(Decided, i64), StoreError> {
+        let answer = self.ask(Mode::Spend, budget, keys, now).await?;
+        let mut counts: Vec<Option<i64>> = answer.counts.into_iter().map(Some).collect();
+        if let Some(i) = answer.refused {
+            counts.truncate(i);
+            counts.push(None);
+        }
+        let decision = budget.decide(&counts, answer.now);
+        let window_left = answer.refused.map(|i| {
+            let whole = budget.windows[i].seconds_left(answer.now);
+            Duration::from_secs(whole as u64)
+                .saturating_sub(Duration::from_micros(answer.micros as u64))
+        });
+        let decided = Decided {
+            decision,
+            window_left,
+        };
+        Ok((decided, answer.generation))
+    }
+
+    /// The counts of `keys` in their current windows, unchanged, with the seconds
+    /// each window has left by the store's clock.
+    pub async fn peek(
+        &self,
+        budget: &std::sync::Arc<Budget>,
+        keys: &BucketKeys,
+        now: i64,
+    ) -> Result<Vec<WindowCount>, StoreError> {
+        let answer = self.ask(Mode::Peek, budget, keys, now).await?;
+        Ok(budget.window_counts(&answer.counts, answer.now))
+    }
+
+    /// Counts one event in every window of `keys` whatever the limits; the new
+    /// counts, with the seconds each window has left by the store's clock.
+    pub async fn record(
+        &self,
+        budget: &std::sync::Arc<Budget>,
+        keys: &BucketKeys,
+        now: i64,
+    ) -> Result<Vec<WindowCount>, StoreError> {
+        let answer = self.ask(Mode::Record, budget, keys, now).await?;
+        Ok(budget.window_counts(&answer.counts, answer.now))
+    }
+
+    async fn ask(
+        &self,
+        mode: Mode,
+        budget: &std::sync::Arc<Budget>,
+        keys: &BucketKeys,
+        now: i64,
+    ) -> Result<Answer, StoreError> {
+        let (answer, receive) = oneshot::channel();
+        self.queue
+            .send(Request {
+                mode,
+                budget: budget.clone(),
+                keys: keys.clone(),
+                now,
+                answer,
+            })
+            .map_err(|_| StoreError::Postgres("the budget task stopped".into()))?;
+        let answer = receive
+            .await
+            .map_err(|_| StoreError::Postgres("the budget task stopped".into()))?;
+        answer.map_err(|e| match e {
+            PgError::Down(_) | PgError::Unavailable(_) | PgError::Busy(_) => {
+                StoreError::Unavailable(e.to_string())
+            }
+            PgError::Failed(_) => StoreError::Postgres(e.to_string()),
+        })
+    }
+
+    /// Deletes counters whose window started at least `horizon` seconds before
+    /// `now`. Returns how many.
+    pub async fn sweep(pg: &Pg, now: i64, horizon: i64) -> Result<usize, StoreError> {
+        pg.run(|c| {
+            Box::pin(async move {
+                let n = c
+                    .execute(
+                        "DELETE FROM rate_limit_counters WHERE window_start <= $1",
+                        &[&(now - horizon)],
+                    )
+                    .await?;
+                Ok(n as usize)
+            })
+        })
+        .await
+        .map_err(|e| StoreError::Unavailable(e.to_string()))
+    }
+}
+
+/// The batching task: every request queued when a call starts joins it.
+async fn decide_batches(
+    pg: Pg,
+    server_clock: bool,
+    epoch: Epoch,
+    mut requests: mpsc::UnboundedReceiver<Request>,
+) {
+    while let Some(first) = requests.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match requests.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        // Requests whose caller went away need no decision.
+        batch.retain(|r| !r.answer.is_closed());
+        if batch.is_empty() {
+            continue;
+        }
+        match apply(&pg, server_clock, &batch).await {
+            Ok((answers, started)) => {
+                epoch.saw(started);
+                for (request, answer) in batch.into_iter().zip(answers) {
+                    let _ = request.answer.send(Ok(answer));
+                }
+            }
+            Err(e) => {
+                for request in batch {
+                    let _ = request.answer.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// One `budget_apply` call for `batch`.
+/// Also the server's start time (µs, [`Epoch`]).
+async fn apply(
+    pg: &Pg,
+    server_clock: bool,
+    batch: &[Request],
+) -> Result<(Vec<Answer>, i64), PgError> {
+    // Distinct keys, sorted (the lock order), and each entry's 1-based slot.
+    let mut slots: BTreeMap<&str, i32> = BTreeMap::new();
+    for request in batch {
+        for key in &request.keys.0 {
+            slots.insert(key, 0);
+        }
+    }
+    for (i, slot) in slots.values_mut().enumerate() {
+        *slot = i as i32 + 1;
+    }
+    let buckets: Vec<String> = slots.keys().map(|k| k.to_string()).collect();
+    let modes: Vec<&str> = batch.iter().map(|r| r.mode.name()).collect();
+    let mut windows = Vec::with_capacity(batch.len());
+    let (mut entry_slots, mut seconds, mut limits) = (Vec::new(), Vec::new(), Vec::new());
+    for request in batch {
+        windows.push(request.budget.windows.len() as i32);
+        for (window, key) in request.budget.windows.iter().zip(&request.keys.0) {
+            entry_slots.push(slots[key.as_str()]);
+            seconds.push(window.seconds);
+            limits.push(i64::from(window.limit));
+        }
+    }
+    // NULL: the server's clock.
+    let now: Vec<Option<i64>> = batch
+        .iter()
+        .map(|r| (!server_clock).then_some(r.now))
+        .collect();
+    let rows = pg
+        .run(|c| {
+            Box::pin(async move {
+                let statement = c
+                    .prepare_cached(
+                        "SELECT refused, counts, at, micros, generation, started
+                         FROM budget_apply($1, $2, $3, $4, $5, $6, $7)",
+                    )
+                    .await?;
+                let rows = c
+                    .query(
+                        &statement,
+                        &[
+                            &now,
+                            &modes,
+                            &windows,
+                            &entry_slots,
+                            &seconds,
+                            &limits,
+                            &buckets,
+                        ],
+                    )
+                    .await?;
+                Ok::<_, CallError>(rows)
+            })
+        })
+        .await?;
+    if rows.len() != batch.len() {
+        return Err(PgError::Failed(format!(
+            "budget_apply answered {} rows for {} requests",
+            rows.len(),
+            batch.len()
+        )));
+    }
+    let started = rows[0].get(5);
+    let answers = rows
+        .iter()
+        .map(|row| {
+            let refused: i32 = row.get(0);
+            Answer {
+                refused: (refused > 0).then(|| refused as usize - 1),
+                counts: row.get(1),
+                now: row.get(2),
+                micros: row.get(3),
+                generation: row.get(4),
+            }
+        })
+        .collect();
+    Ok((answers, started))
+}

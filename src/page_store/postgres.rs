@@ -1,0 +1,806 @@
+//! The PostgreSQL page store (`AGENT_PAGES_DATABASE_URL`): pages shared by replicas
+//! on any number of hosts. The schema is `migrations/postgres/`; the pool, deadlines
+//! and what each failure means are [`crate::pg`]'s.
+//!
+//! Following writes: triggers on `pages` bump a single-row generation counter and
+//! log which pages each generation changed, inside the writing transaction, so
+//! generations are gapless and in commit order (a writer holds the counter's row
+//! lock until it commits). Every budgeted search reads the counter; reads that
+//! arrive while one is in flight wait for the next one (never for one that started
+//! before them, which could miss a commit they must see), so a burst of searches
+//! costs one round trip per batch, not one each. No LISTEN/NOTIFY: nothing in it
+//! is replayed after a disconnect, and it takes a database-wide lock at commit.
+
+use std::any::Any;
+use std::collections::HashSet;
+
+use deadpool_postgres::ClientWrapper;
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt as _;
+use tokio::sync::{mpsc, oneshot};
+use tokio_postgres::{IsolationLevel, Row};
+
+use super::{
+    Candidate, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage, LedgerPage, Page,
+    PageBackend, PageState, PageStoreError, PinRecord, StateChange, StoreFuture,
+};
+use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
+use crate::pg::{CallError, Pg, PgError, PgSettings};
+
+const CANDIDATE: &str = "lifecycle = 'active' AND claimed_at IS NULL";
+
+/// Rows per statement of an import.
+pub const IMPORT_BATCH: usize = 1000;
+
+/// How long one statement of an import, a copy or a full candidate load may take
+/// (they are not bounded by the request deadline).
+const LONG_STATEMENT: &str = "SET LOCAL statement_timeout = '10min'";
+
+/// Tries of a create whose derived slug another writer took in between.
+const CREATE_TRIES: usize = 8;
+
+impl From<PgError> for PageStoreError {
+    fn from(e: PgError) -> Self {
+        match e {
+            PgError::Down(_) | PgError::Unavailable(_) => {
+                PageStoreError::Unavailable(e.to_string())
+            }
+            PgError::Busy(_) => PageStoreError::Busy(e.to_string()),
+            PgError::Failed(_) => PageStoreError::Failed(e.to_string()),
+        }
+    }
+}
+
+/// The pages in one PostgreSQL database.
+pub struct PostgresPages {
+    /// Page reads and writes (`AGENT_PAGES_DATABASE_POOL` connections).
+    pg: Pg,
+    /// A few connections of their own for what every search needs (the generation
+    /// read, and the budget calls when the budget is here too), so that page
+    /// writes holding every connection of `pg` never hold a search up.
+    control: Pg,
+    generations: mpsc::UnboundedSender<oneshot::Sender<Result<i64, PgError>>>,
+    /// The history of the generations read last ([`PageBackend::epoch`]).
+    epoch: Epoch,
+}
+
+/// The start time (µs) of the server that answered the last generation read, shared
+/// with the budget calls that read the generation too: a server restored from a
+/// backup or promoted after a failover started at another time, and its generations
+/// may not be the ones this process followed.
+#[derive(Clone, Default)]
+pub struct Epoch(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl Epoch {
+    /// Notes the start time of the server that answered a generation read.
+    pub fn saw(&self, started_us: i64) {
+        self.0
+            .store(started_us as u64, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+impl PostgresPages {
+    /// The pages behind `pg`, whose migrations must have run
+    /// ([`crate::pg::migrations`]); `control` is the small pool of the generation
+    /// reads. Starts the generation reader on the current Tokio runtime.
+    pub fn new(pg: Pg, control: Pg) -> Self {
+        let (generations, waiting) = mpsc::unbounded_channel();
+        let epoch = Epoch::default();
+        tokio::spawn(read_generations(control.clone(), epoch.clone(), waiting));
+        Self {
+            pg,
+            control,
+            generations,
+            epoch,
+        }
+    }
+
+    /// The epoch cell, for budget calls that read the generation too.
+    pub fn epoch_cell(&self) -> Epoch {
+        self.epoch.clone()
+    }
+
+    /// Pools for `settings`' server (connected lazily) and its migrations applied.
+    ///
+    /// Errors: the server cannot be reached, or a migration failed.
+    pub async fn open(settings: &PgSettings) -> Result<Self, PgError> {
+        let pg = Pg::connect_lazily(settings)?;
+        let mut control = settings.clone();
+        control.pool_size = crate::budget::postgres::CONNECTIONS;
+        let control = Pg::connect_lazily(&control)?;
+        crate::pg::migrations::run(&pg).await?;
+        Ok(Self::new(pg, control))
+    }
+
+    /// The pool of page reads and writes.
+    pub fn pg(&self) -> &Pg {
+        &self.pg
+    }
+
+    /// The pool of the generation reads (and of the budget calls, when the budget
+    /// is in this database too).
+    pub fn control(&self) -> &Pg {
+        &self.control
+    }
+}
+
+/// The generation reader: takes every waiter queued when a read starts, reads
+/// once, answers them all.
+async fn read_generations(
+    pg: Pg,
+    epoch: Epoch,
+    mut waiting: mpsc::UnboundedReceiver<oneshot::Sender<Result<i64, PgError>>>,
+) {
+    while let Some(first) = waiting.recv().await {
+        let mut batch = vec![first];
+        while let Ok(next) = waiting.try_recv() {
+            batch.push(next);
+        }
+        batch.retain(|w| !w.is_closed());
+        if batch.is_empty() {
+            continue;
+        }
+        let read = read_generation(&pg).await.map(|(generation, started)| {
+            epoch.saw(started);
+            generation
+        });
+        for waiter in batch {
+            let _ = waiter.send(read.clone());
+        }
+    }
+}
+
+/// The counter, from a server that takes writes: a server in recovery (a standby,
+/// a demoted primary) or a session that became read-only still answers reads, but
+/// from a copy that may lag the primary's writes, so its connection is dropped and
+/// the call answers unavailable instead (the next one connects afresh, to a
+/// writable server only).
+///
+/// Returns the generation and the server's start time (µs, see [`Epoch`]).
+pub async fn read_generation(pg: &Pg) -> Result<(i64, i64), PgError> {
+    pg.run(|c| {
+        Box::pin(async move {
+            let statement = c
+                .prepare_cached(
+                    "SELECT generation,
+                            pg_is_in_recovery() OR current_setting('transaction_read_only')::bool,
+                            (extract(epoch FROM pg_postmaster_start_time()) * 1e6)::bigint
+                     FROM corpus_generation WHERE id = 1",
+                )
+                .await?;
+            let row = c.query_one(&statement, &[]).await?;
+            if row.get::<_, bool>(1) {
+                return Err(CallError::Stale(
+                    "the server is read-only (a standby, or a demoted primary)",
+                ));
+            }
+            Ok((row.get(0), row.get(2)))
+        })
+    })
+    .await
+}
+
+fn candidate(r: &Row) -> Candidate {
+    Candidate {
+        id: r.get(0),
+        version: r.get(1),
+        slug: r.get(2),
+        title: r.get(3),
+        updated_at: r.get(4),
+    }
+}
+
+fn page_state(r: &Row) -> PageState {
+    PageState {
+        slug: r.get(0),
+        version: r.get(1),
+        lifecycle: r.get(2),
+        claimed_at: r.get(3),
+        updated_at: r.get(4),
+    }
+}
+
+async fn exists(c: &ClientWrapper, slug: &str) -> Result<bool, tokio_postgres::Error> {
+    let statement = c
+        .prepare_cached("SELECT 1 FROM pages WHERE slug = $1")
+        .await?;
+    Ok(c.query_opt(&statement, &[&slug]).await?.is_some())
+}
+
+/// [`crate::db::pages::free_slug`]'s rule over PostgreSQL: `base` if free, else
+/// `base-N` with N one more than the highest canonical suffix in use (at least 2),
+/// the stem shortened when the suffix would not fit.
+async fn free_slug(c: &ClientWrapper, base: &PageSlug) -> Result<PageSlug, tokio_postgres::Error> {
+    if !exists(c, base.as_str()).await? {
+        return Ok(base.clone());
+    }
+    let mut stem = base.as_str().to_owned();
+    loop {
+        // `-` and `.` are adjacent in byte order (the column's collation is "C"):
+        // the range is exactly the slugs starting with `{stem}-`.
+        let statement = c
+            .prepare_cached("SELECT slug FROM pages WHERE slug > $1 AND slug < $2")
+            .await?;
+        let taken: HashSet<String> = c
+            .query(&statement, &[&format!("{stem}-"), &format!("{stem}.")])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let highest = taken
+            .iter()
+            .filter_map(|slug| canonical_suffix(&slug[stem.len() + 1..]))
+            .max()
+            .unwrap_or(0);
+        let mut next = highest.max(1) + 1;
+        while taken.contains(&format!("{stem}-{next}")) {
+            next += 1;
+        }
+        let suffix = format!("-{next}");
+        if stem.len() + suffix.len() <= SLUG_MAX {
+            let slug = format!("{stem}{suffix}");
+            return Ok(PageSlug::parse(&slug).expect("a valid stem plus -N is a valid slug"));
+        }
+        stem = stem[..SLUG_MAX - suffix.len()]
+            .trim_end_matches(['-', '.', '+'])
+            .to_owned();
+    }
+}
+
+/// N of a suffix written without leading zeros in at most 9 digits, as the SQLite
+/// store counts them.
+fn canonical_suffix(digits: &str) -> Option<u64> {
+    let canonical = (1..=9).contains(&digits.len())
+        && !digits.starts_with('0')
+        && digits.bytes().all(|b| b.is_ascii_digit());
+    canonical.then(|| digits.parse().expect("1-9 ASCII digits"))
+}
+
+/// The pages of `batch` split where a slug repeats, so one statement never upserts
+/// a slug twice (PostgreSQL refuses that) and later lines still see earlier ones.
+fn chunks(batch: &[ImportPage]) -> Vec<&[ImportPage]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut seen = HashSet::new();
+    for (i, page) in batch.iter().enumerate() {
+        if i - start == IMPORT_BATCH || !seen.insert(page.slug.as_str()) {
+            out.push(&batch[start..i]);
+            start = i;
+            seen.clear();
+            seen.insert(page.slug.as_str());
+        }
+    }
+    if start < batch.len() {
+        out.push(&batch[start..]);
+    }
+    out
+}
+
+impl PageBackend for PostgresPages {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn create(
+        &self,
+        page: NewPage,
+        pin_hash: Option<String>,
+        now: i64,
+    ) -> StoreFuture<'_, Result<Created, CreateRefused>> {
+        async move {
+            let created = self
+                .pg
+                .run(|c| {
+                    Box::pin(async move {
+                        let insert = c
+                            .prepare_cached(
+                                "INSERT INTO pages (slug, title, body, pin_hash, created_at, updated_at)
+                                 VALUES ($1, $2, $3, $4, $5, $5)
+                                 ON CONFLICT (slug) DO NOTHING RETURNING id",
+                            )
+                            .await?;
+                        for _ in 0..CREATE_TRIES {
+                            let slug = match &page.slug {
+                                Some(slug) if exists(c, slug.as_str()).await? => {
+                                    return Ok(Some(Err(CreateRefused::SlugTaken(slug.clone()))))
+                                }
+                                Some(slug) => slug.clone(),
+                                None => {
+                                    free_slug(c, &PageSlug::from_title(page.title.as_str()))
+                                        .await?
+                                }
+                            };
+                            let row = c
+                                .query_opt(
+                                    &insert,
+                                    &[
+                                        &slug.as_str(),
+                                        &page.title.as_str(),
+                                        &page.body.as_str(),
+                                        &pin_hash,
+                                        &now,
+                                    ],
+                                )
+                                .await?;
+                            match row {
+                                Some(row) => {
+                                    return Ok(Some(Ok(Created {
+                                        id: row.get(0),
+                                        slug,
+                                        version: 1,
+                                    })))
+                                }
+                                // Taken between the check and the insert.
+                                None if page.slug.is_some() => {
+                                    return Ok(Some(Err(CreateRefused::SlugTaken(slug))))
+                                }
+                                None => continue,
+                            }
+                        }
+                        Ok(None)
+                    })
+                })
+                .await?;
+            created.ok_or_else(|| {
+                PageStoreError::Busy("other writers kept taking the derived slug".into())
+            })
+        }
+        .boxed()
+    }
+
+    fn update(
+        &self,
+        id: i64,
+        title: Option<PageTitle>,
+        body: Option<PageBody>,
+        now: i64,
+    ) -> StoreFuture<'_, i64> {
+        async move {
+            let version = self
+                .pg
+                .run(|c| {
+                    Box::pin(async move {
+                        let statement = c
+                            .prepare_cached(
+                                "UPDATE pages SET title = COALESCE($2, title),
+                                        body = COALESCE($3, body),
+                                        current_version = current_version + 1, updated_at = $4
+                                 WHERE id = $1 RETURNING current_version",
+                            )
+                            .await?;
+                        let title = title.as_ref().map(PageTitle::as_str);
+                        let body = body.as_ref().map(PageBody::as_str);
+                        let row = c.query_one(&statement, &[&id, &title, &body, &now]).await?;
+                        Ok(row.get(0))
+                    })
+                })
+                .await?;
+            Ok(version)
+        }
+        .boxed()
+    }
+
+    fn change_state(&self, id: i64, change: StateChange, now: i64) -> StoreFuture<'_, PageState> {
+        // The page as changed, or as it was when the change was a no-op (one
+        // statement, one snapshot).
+        let set = match change {
+            StateChange::Archive => {
+                "lifecycle = 'archived', current_version = current_version + 1, updated_at = $2
+                 WHERE id = $1 AND lifecycle = 'active'"
+            }
+            StateChange::Claim => {
+                "claimed_at = $2, current_version = current_version + 1, updated_at = $2
+                 WHERE id = $1 AND claimed_at IS NULL"
+            }
+        };
+        let sql = format!(
+            "WITH changed AS (
+                 UPDATE pages SET {set}
+                 RETURNING slug, current_version, lifecycle, claimed_at, updated_at)
+             SELECT * FROM changed
+             UNION ALL
+             SELECT slug, current_version, lifecycle, claimed_at, updated_at FROM pages
+             WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM changed)"
+        );
+        async move {
+            let state = self
+                .pg
+                .run(|c| {
+                    Box::pin(async move {
+                        let statement = c.prepare_cached(&sql).await?;
+                        Ok(page_state(&c.query_one(&statement, &[&id, &now]).await?))
+                    })
+                })
+                .await?;
+            Ok(state)
+        }
+        .boxed()
+    }
+
+    fn page(&self, slug: String) -> StoreFuture<'_, Option<Page>> {
+        async move {
+            let page = self
+                .pg
+                .run(|c| {
+                    Box::pin(async move {
+                        let statement = c
+                            .prepare_cached(&format!(
+                                "SELECT id, slug, title, body, current_version, lifecycle,
+                                        created_at, updated_at
+                                 FROM pages WHERE slug = $1 AND {CANDIDATE}"
+                            ))
+                            .await?;
+                        let row = c.query_opt(&statement, &[&slug]).await?;
+                        Ok(row.map(|r| Page {
+                            id: r.get(0),
+                            slug: r.get(1),
+                            title: r.get(2),
+                            body: r.get(3),
+                            version: r.get(4),
+                            lifecycle: r.get(5),
+                            created_at: r.get(6),
+                            updated_at: r.get(7),
+                        }))
+                    })
+                })
+                .await?;
+            Ok(page)
+        }
+        .boxed()
+    }
+
+    fn ledger(&self, offset: i64, limit: i64) -> StoreFuture<'_, LedgerPage> {
+        async move {
+            let page = self
+                .pg
+                .run(|c| {
+                    Box::pin(async move {
+                        // The count and the rows in one statement (one snapshot); the
+                        // count comes back even when the page is past the end.
+                        let statement = c
+                            .prepare_cached(&format!(
+                                "WITH total AS (SELECT count(*) AS n FROM pages WHERE {CANDIDATE})
+                                 SELECT total.n, p.slug, p.title, p.current_version, p.updated_at
+                                 FROM total LEFT JOIN LATERAL (
+                                     SELECT slug, title, current_version, updated_at, id
+                                     FROM pages WHERE {CANDIDATE}
+                                     ORDER BY updated_at DESC, id DESC LIMIT $1 OFFSET $2
+                                 ) p ON true
+                                 ORDER BY p.updated_at DESC, p.id DESC"
+                            ))
+                            .await?;
+                        let rows = c.query(&statement, &[&limit, &offset]).await?;
+                        let total = rows.first().map_or(0, |r| r.get(0));
+                        let rows = rows
+                            .iter()
+                            .filter_map(|r| {
+                                Some(super::PageSummary {
+                                    slug: r.get::<_, Option<String>>(1)?,
+                                    title: r.get(2),
+                                    version: r.get(3),
+                                    updated_at: r.get(4),
+                                })
+                            })
+                            .collect();
+                        Ok(LedgerPage { total, rows })
+                    })
+                })
+                .await?;
+            Ok(page)
+        }
+        .boxed()
+    }
+
+    fn pin_record(&self, slug: String) -> StoreFuture<'_, Option<PinRecord>> {
+        async move {
+            let record = self
+                .pg
+                .run(|c| {
+                    Box::pin(async move {
+                        let statement = c
+                            .prepare_cached(&format!(
+                                "SELECT id, pin_hash, NOT ({CANDIDATE}) FROM pages WHERE slug = $1"
+                            ))
+                            .await?;
+                        let row = c.query_opt(&statement, &[&slug]).await?;
+                        Ok(row.map(|r| PinRecord {
+                            id: r.get(0),
+                            pin_hash: r.get(1),
+                            gone: r.get(2),
+                        }))
+                    })
+                })
+                .await?;
+            Ok(record)
+        }
+        .boxed()
+    }
+
+    fn generation(&self) -> StoreFuture<'_, i64> {
+        async move {
+            let (answer, read) = oneshot::channel();
+            self.generations
+                .send(answer)
+                .map_err(|_| PageStoreError::Failed("the generation reader stopped".into()))?;
+            let generation = read
+                .await
+                .map_err(|_| PageStoreError::Failed("the generation reader stopped".into()))??;
+            Ok(generation)
+        }
+        .boxed()
+    }
+
+    fn epoch(&self) -> u64 {
+        self.epoch.get()
+    }
+
+    fn candidates(&self) -> StoreFuture<'_, (i64, Vec<Candidate>)> {
+        async move {
+            let loaded = self
+                .pg
+                .run_unbounded(|c| {
+                    Box::pin(async move {
+                        let tx = c
+                            .build_transaction()
+                            .isolation_level(IsolationLevel::RepeatableRead)
+                            .read_only(true)
+                            .start()
+                            .await?;
+                        tx.batch_execute(LONG_STATEMENT).await?;
+                        let generation: i64 = tx
+                            .query_one("SELECT generation FROM corpus_generation WHERE id = 1", &[])
+                            .await?
+                            .get(0);
+                        let rows = tx
+                            .query(
+                                &format!(
+                                    "SELECT id, current_version, slug, title, updated_at
+                                     FROM pages WHERE {CANDIDATE} ORDER BY id"
+                                ),
+                                &[],
+                            )
+                            .await?;
+                        tx.commit().await?;
+                        Ok((generation, rows.iter().map(candidate).collect()))
+                    })
+                })
+                .await?;
+            Ok(loaded)
+        }
+        .boxed()
+    }
+
+    fn changes_since(&self, since: i64) -> StoreFuture<'_, Option<(i64, ChangedPages)>> {
+        async move {
+            let changes = self
+                .pg
+                .run(|c| {
+                    Box::pin(async move {
+                        let tx = c
+                            .build_transaction()
+                            .isolation_level(IsolationLevel::RepeatableRead)
+                            .read_only(true)
+                            .start()
+                            .await?;
+                        let generation: i64 = tx
+                            .query_one("SELECT generation FROM corpus_generation WHERE id = 1", &[])
+                            .await?
+                            .get(0);
+                        if generation == since {
+                            tx.commit().await?;
+                            return Ok(Some((generation, Vec::new())));
+                        }
+                        let reaches_back = tx
+                            .query_opt(
+                                "SELECT 1 FROM corpus_changes WHERE generation = $1",
+                                &[&(since + 1)],
+                            )
+                            .await?
+                            .is_some();
+                        if !reaches_back || generation < since {
+                            tx.commit().await?;
+                            return Ok(None);
+                        }
+                        let ids: Vec<i64> = tx
+                            .query(
+                                "SELECT DISTINCT page_id FROM corpus_changes
+                                 WHERE generation > $1 ORDER BY page_id",
+                                &[&since],
+                            )
+                            .await?
+                            .iter()
+                            .map(|r| r.get(0))
+                            .collect();
+                        let rows = tx
+                            .query(
+                                &format!(
+                                    "SELECT id, current_version, slug, title, updated_at
+                                     FROM pages WHERE id = ANY($1) AND {CANDIDATE}"
+                                ),
+                                &[&ids],
+                            )
+                            .await?;
+                        tx.commit().await?;
+                        let mut rows: std::collections::HashMap<i64, Candidate> = rows
+                            .iter()
+                            .map(|r| {
+                                let c = candidate(r);
+                                (c.id, c)
+                            })
+                            .collect();
+                        let changes = ids.into_iter().map(|id| (id, rows.remove(&id))).collect();
+                        Ok(Some((generation, changes)))
+                    })
+                })
+                .await?;
+            Ok(changes)
+        }
+        .boxed()
+    }
+
+    fn compact_changes(&self, keep: i64) -> StoreFuture<'_, usize> {
+        async move {
+            let deleted = self
+                .pg
+                .run(|c| {
+                    Box::pin(async move {
+                        let n = c
+                            .execute(
+                                "DELETE FROM corpus_changes WHERE generation <=
+                                 (SELECT generation FROM corpus_generation WHERE id = 1) - $1",
+                                &[&keep],
+                            )
+                            .await?;
+                        Ok(n as usize)
+                    })
+                })
+                .await?;
+            Ok(deleted)
+        }
+        .boxed()
+    }
+
+    fn count_all(&self) -> StoreFuture<'_, i64> {
+        async move {
+            let n = self
+                .pg
+                .run(|c| {
+                    Box::pin(async move {
+                        Ok(c.query_one("SELECT count(*) FROM pages", &[]).await?.get(0))
+                    })
+                })
+                .await?;
+            Ok(n)
+        }
+        .boxed()
+    }
+
+    fn import(&self, batch: Vec<ImportPage>, now: i64) -> StoreFuture<'_, ImportCounts> {
+        async move {
+            let counts = self
+                .pg
+                .run_unbounded(|c| {
+                    Box::pin(async move {
+                        let tx = c.transaction().await?;
+                        tx.batch_execute(LONG_STATEMENT).await?;
+                        let upsert = tx
+                            .prepare(
+                                "INSERT INTO pages (slug, title, body, pin_hash, created_at, updated_at)
+                                 SELECT slug, title, body, pin_hash, $5, $5
+                                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+                                      AS t(slug, title, body, pin_hash)
+                                 ON CONFLICT (slug) DO UPDATE
+                                     SET title = EXCLUDED.title, body = EXCLUDED.body,
+                                         current_version = pages.current_version + 1,
+                                         updated_at = EXCLUDED.updated_at
+                                     WHERE pages.title <> EXCLUDED.title
+                                        OR pages.body <> EXCLUDED.body
+                                 RETURNING (xmax = 0)",
+                            )
+                            .await?;
+                        let mut counts = ImportCounts::default();
+                        for chunk in chunks(&batch) {
+                            let slugs: Vec<&str> = chunk.iter().map(|p| p.slug.as_str()).collect();
+                            let titles: Vec<&str> = chunk.iter().map(|p| p.title.as_str()).collect();
+                            let bodies: Vec<&str> = chunk.iter().map(|p| p.body.as_str()).collect();
+                            let pins: Vec<Option<&str>> =
+                                chunk.iter().map(|p| p.pin_hash.as_deref()).collect();
+                            let rows = tx
+                                .query(&upsert, &[&slugs, &titles, &bodies, &pins, &now])
+                                .await?;
+                            let inserted = rows.iter().filter(|r| r.get::<_, bool>(0)).count();
+                            counts.inserted += inserted;
+                            counts.updated += rows.len() - inserted;
+                            counts.unchanged += chunk.len() - rows.len();
+                        }
+                        tx.commit().await?;
+                        Ok(counts)
+                    })
+                })
+                .await?;
+            Ok(counts)
+        }
+        .boxed()
+    }
+
+    fn check_ready(&self) -> BoxFuture<'_, Result<(), String>> {
+        async move {
+            // What a write needs: a server that assigns transaction ids (a standby
+            // cannot) and does not default to read-only transactions.
+            let checked = self
+                .pg
+                .run(|c| {
+                    Box::pin(async move {
+                        let row = c
+                            .query_one(
+                                "SELECT pg_current_xact_id()::text,
+                                        current_setting('transaction_read_only')",
+                                &[],
+                            )
+                            .await?;
+                        Ok(row.get::<_, String>(1) == "off")
+                    })
+                })
+                .await;
+            match checked {
+                Ok(true) => Ok(()),
+                Ok(false) => Err("the database is read-only".to_owned()),
+                Err(PgError::Failed(e)) => {
+                    tracing::error!(error = %e, "readiness: database");
+                    Err("the database failed".to_owned())
+                }
+                Err(_) => Err("the database does not answer".to_owned()),
+            }
+        }
+        .boxed()
+    }
+
+    fn close(&self) {
+        self.pg.close();
+        self.control.close();
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(slug: &str) -> ImportPage {
+        ImportPage {
+            slug: PageSlug::parse(slug).unwrap(),
+            title: PageTitle::parse(slug).unwrap(),
+            body: PageBody::parse(String::new()).unwrap(),
+            pin_hash: None,
+        }
+    }
+
+    #[test]
+    fn an_import_is_cut_where_a_slug_repeats_and_at_the_batch_size() {
+        let batch: Vec<ImportPage> = ["a", "b", "a", "c", "b", "b"]
+            .iter()
+            .map(|s| page(s))
+            .collect();
+        let sizes: Vec<usize> = chunks(&batch).iter().map(|c| c.len()).collect();
+        assert_eq!(sizes, [2, 3, 1]);
+        let many: Vec<ImportPage> = (0..2500).map(|i| page(&format!("p{i}"))).collect();
+        let sizes: Vec<usize> = chunks(&many).iter().map(|c| c.len()).collect();
+        assert_eq!(sizes, [1000, 1000, 500]);
+        assert!(chunks(&[]).is_empty());
+    }
+
+    #[test]
+    fn only_canonical_suffixes_count() {
+        assert_eq!(canonical_suffix("41"), Some(41));
+        for not in ["07", "+9", "book", "3x", "", "1000000000"] {
+            assert_eq!(canonical_suffix(not), None, "{not}");
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! How a storage fault is answered: the one table, whichever store met it (the
+//! page store, the budget store) and whichever route (the API, `/search`, the
+//! ledger pages). A fault is classed once where it happens (`crate::db::fault`
+//! for SQLite, the Redis client for Redis); [`TABLE`] picks the answer; each
+//! family of routes renders that answer in its own format (a problem document, a
+//! search outcome, an HTML page) and nothing else decides.
+//!
+//! Storage faults never answer 500 (SPEC §10): only a bug of ours does.
+
+use std::time::Duration;
+
+use crate::db::Fault;
+
+/// Which store a fault came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// Pages (SQLite file or another page store).
+    Pages,
+    /// Budget counters (SQLite budget file or Redis).
+    Budget,
+}
+
+/// What a request that met a fault is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageAnswer {
+    /// 503 `/problems/database-busy`, `Retry-After: 1`: another writer held the
+    /// page store's lock; nothing was written.
+    DatabaseBusy,
+    /// 503 `/problems/storage-unavailable`, `Retry-After: 5`: the page store can
+    /// keep no write (or serve no read) now; nothing was written; `/readyz` fails.
+    StorageUnavailable,
+    /// 503 `/problems/budget-unavailable`, `Retry-After: 1`: the budget could not
+    /// be read or written, so the request is refused, never admitted unbudgeted.
+    BudgetUnavailable,
+    /// 500 `/problems/internal`: a bug of ours; the cause goes to the log.
+    Internal,
+}
+
+/// Every (store, fault) and its answer.
+pub const TABLE: [(Store, Fault, StorageAnswer); 6] = [
+    (Store::Pages, Fault::Busy, StorageAnswer::DatabaseBusy),
+    (
+        Store::Pages,
+        Fault::Unavailable,
+        StorageAnswer::StorageUnavailable,
+    ),
+    (Store::Pages, Fault::Bug, StorageAnswer::Internal),
+    (Store::Budget, Fault::Busy, StorageAnswer::BudgetUnavailable),
+    (
+        Store::Budget,
+        Fault::Unavailable,
+        StorageAnswer::BudgetUnavailable,
+    ),
+    (Store::Budget, Fault::Bug, StorageAnswer::Internal),
+];
+
+/// `Retry-After` of [`StorageAnswer::StorageUnavailable`]: long enough for an operator's
+/// fix or a freed disk to land, short enough for an agent to wait for.
+pub const STORAGE_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// The answer to `fault` met in `store`, from [`TABLE`].
+pub fn answer(store: Store, fault: Fault) -> StorageAnswer {
+    TABLE
+        .iter()
+        .find(|(s, f, _)| *s == store && *f == fault)
+        .map(|(_, _, a)| *a)
+        .expect("TABLE has a row for every store and fault")
+}
+
+impl StorageAnswer {
+    /// Seconds for `Retry-After`; `None` for a bug.
+    pub fn retry_after(self) -> Option<i64> {
+        match self {
+            StorageAnswer::DatabaseBusy | StorageAnswer::BudgetUnavailable => Some(1),
+            StorageAnswer::StorageUnavailable => Some(STORAGE_RETRY_AFTER.as_secs() as i64),
+            StorageAnswer::Internal => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_store_and_fault_has_one_answer_and_only_bugs_are_internal() {
+        for store in [Store::Pages, Store::Budget] {
+            for fault in [Fault::Busy, Fault::Unavailable, Fault::Bug] {
+                let rows = TABLE
+                    .iter()
+                    .filter(|(s, f, _)| *s == store && *f == fault)
+                    .count();
+                assert_eq!(rows, 1, "{store:?} {fault:?}");
+                let a = answer(store, fault);
+                assert_eq!(
+                    a == StorageAnswer::Internal,
+                    fault.is_bug(),
+                    "{store:?} {fault:?}"
+                );
+                assert_eq!(a.retry_after().is_some(), !fault.is_bug());
+            }
+        }
+    }
+}
