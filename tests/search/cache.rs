@@ -475,12 +475,11 @@ async fn pages_written_while_a_scoring_holds_the_snapshot_are_found_by_the_next_
     // Two writes land one after the other while it runs; each next search (in
     // the other slot) is answered at the generation after its write.
     for (k, slug) in ["zanzibar-one", "zanzibar-two"].iter().enumerate() {
-        app.conn()
-            .execute(
-                "INSERT INTO pages (slug, title, created_at, updated_at) VALUES (?1, ?2, 1, 1)",
-                [*slug, &format!("Zanzibar quokka handbook {k}")],
-            )
-            .unwrap();
+        // Through `sql`: the same statement on SQLite and on PostgreSQL.
+        app.sql(&format!(
+            "INSERT INTO pages (slug, title, created_at, updated_at) \
+             VALUES ('{slug}', 'Zanzibar quokka handbook {k}', 1, 1)"
+        ));
         let (status, headers, body) = app.search_json("zanzibar quokka", CLIENT).await;
         assert_eq!(status, 200);
         assert_eq!(headers.get("x-search-cache").unwrap(), "miss");
