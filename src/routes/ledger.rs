@@ -194,7 +194,10 @@ fn internal_error(state: &AppState, req: &HttpRequest, e: PageStoreError) -> Htt
             "Something went wrong on our side. Please try again.",
         );
     };
-    tracing::warn!(error = %e, "page store unavailable: answered 503");
+    // Unavailability is logged once per incident by the page store.
+    if !matches!(e, PageStoreError::Unavailable(_)) {
+        tracing::warn!(error = %e, "page store fault: answered 503");
+    }
     let mut page = error_page(
         state,
         req,

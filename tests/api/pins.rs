@@ -74,7 +74,7 @@ async fn the_11th_wrong_pin_from_one_client_is_429_and_other_clients_are_unaffec
             .remove(0)
     };
     let rows: Vec<(String, i64)> = app
-        .sql_rows(&format!(
+        .budget_sql_rows(&format!(
             "SELECT bucket, count FROM rate_limit_counters WHERE bucket IN ('{}', '{}')
              ORDER BY count DESC",
             pin_key(GUESSER),

@@ -528,26 +528,9 @@ impl TestApp {
     /// file's or PostgreSQL's table (`None` without a row, or with a row PostgreSQL made for a
     /// peek only: window start 0, count 0, which counts as no row).
     pub fn counter_row(&self, bucket: &str) -> Option<(i64, i64)> {
-        let query = format!(
+        let rows = self.budget_sql_rows(&format!(
             "SELECT window_start, count FROM rate_limit_counters WHERE bucket = '{bucket}'"
-        );
-        let rows = match &self.pages_db {
-            // With SQLite pages the counters are in the budget file of their own.
-            PagesDb::Sqlite(_) => {
-                let conn = self.budget_conn();
-                let mut stmt = conn.prepare(&query).unwrap();
-                stmt.query_map([], |r| {
-                    Ok(vec![
-                        Some(r.get::<_, i64>(0)?.to_string()),
-                        Some(r.get::<_, i64>(1)?.to_string()),
-                    ])
-                })
-                .unwrap()
-                .collect::<Result<Vec<_>, _>>()
-                .unwrap()
-            }
-            PagesDb::Postgres { .. } => self.sql_rows(&query),
-        };
+        ));
         let row = rows.first()?;
         let read = |i: usize| row[i].as_deref().unwrap().parse::<i64>().unwrap();
         let (start, count) = (read(0), read(1));
@@ -567,29 +550,16 @@ impl TestApp {
     /// for NULL).
     pub fn sql_rows(&self, query: &str) -> Vec<Vec<Option<String>>> {
         match &self.pages_db {
-            PagesDb::Sqlite(_) => {
-                let conn = self.conn();
-                let mut stmt = conn.prepare(query).unwrap();
-                let columns = stmt.column_count();
-                stmt.query_map([], |r| {
-                    (0..columns)
-                        .map(|i| {
-                            Ok(match r.get_ref(i)? {
-                                rusqlite::types::ValueRef::Null => None,
-                                rusqlite::types::ValueRef::Integer(n) => Some(n.to_string()),
-                                rusqlite::types::ValueRef::Real(x) => Some(x.to_string()),
-                                rusqlite::types::ValueRef::Text(t) => {
-                                    Some(String::from_utf8_lossy(t).into_owned())
-                                }
-                                rusqlite::types::ValueRef::Blob(_) => Some("<blob>".into()),
-                            })
-                        })
-                        .collect()
-                })
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap()
-            }
+            PagesDb::Sqlite(_) => sqlite_text_rows(&self.conn(), query),
+            PagesDb::Postgres { url, .. } => pg_server::text_rows_at(url, query),
+        }
+    }
+
+    /// The rows of `query` on the budget counters' database (the budget file with
+    /// SQLite pages, else PostgreSQL), every value as text (`None` for NULL).
+    pub fn budget_sql_rows(&self, query: &str) -> Vec<Vec<Option<String>>> {
+        match &self.pages_db {
+            PagesDb::Sqlite(_) => sqlite_text_rows(&self.budget_conn(), query),
             PagesDb::Postgres { url, .. } => pg_server::text_rows_at(url, query),
         }
     }
@@ -853,4 +823,28 @@ impl Drop for TestApp {
 
 pub fn header<'a>(r: &'a reqwest::Response, name: &str) -> Option<&'a str> {
     r.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The rows of `query` on `conn`, every value as text (`None` for NULL).
+fn sqlite_text_rows(conn: &Connection, query: &str) -> Vec<Vec<Option<String>>> {
+    let mut stmt = conn.prepare(query).unwrap();
+    let columns = stmt.column_count();
+    stmt.query_map([], |r| {
+        (0..columns)
+            .map(|i| {
+                Ok(match r.get_ref(i)? {
+                    rusqlite::types::ValueRef::Null => None,
+                    rusqlite::types::ValueRef::Integer(n) => Some(n.to_string()),
+                    rusqlite::types::ValueRef::Real(x) => Some(x.to_string()),
+                    rusqlite::types::ValueRef::Text(t) => {
+                        Some(String::from_utf8_lossy(t).into_owned())
+                    }
+                    rusqlite::types::ValueRef::Blob(_) => Some("<blob>".into()),
+                })
+            })
+            .collect()
+    })
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap()
 }

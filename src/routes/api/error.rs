@@ -343,7 +343,10 @@ impl From<PageStoreError> for ApiError {
         match faults::answer(Store::Pages, e.fault()) {
             StorageAnswer::Internal => ApiError::Internal(e.into()),
             answer => {
-                tracing::warn!(error = %e, "page store fault: answered 503");
+                // Unavailability is logged once per incident by the page store.
+                if !matches!(e, PageStoreError::Unavailable(_)) {
+                    tracing::warn!(error = %e, "page store fault: answered 503");
+                }
                 answer.into()
             }
         }

@@ -21,6 +21,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::budget::Decision;
 use crate::client_ip::ClientIp;
+use crate::page_store::PageStoreError;
 use crate::routes::faults::{self, StorageAnswer, Store};
 use crate::search::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
 use crate::search::corpus::Snapshot;
@@ -151,8 +152,9 @@ async fn run(state: &AppState, raw_query: &str, client: &ClientIp, trace: &mut T
             let answer = faults::answer(Store::Pages, e.fault());
             if answer == StorageAnswer::Internal {
                 tracing::error!(error = %e, "candidate fetch failed");
-            } else {
-                tracing::warn!(error = %e, "candidate fetch: page store unavailable");
+            } else if !matches!(e, PageStoreError::Unavailable(_)) {
+                // Unavailability is logged once per incident by the page store.
+                tracing::warn!(error = %e, "candidate fetch answered 503");
             }
             return Outcome::of_fault(answer, display);
         }
