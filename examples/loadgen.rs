@@ -51,23 +51,68 @@ struct Args {
     /// Start all requests together after every connection is warm (a burst).
     #[arg(long)]
     burst: bool,
-    /// Page writes a second while searching: publishes 20 pages with a PIN through
-    /// the API, then updates them round robin at this rate (0 = no writes). The
+    /// Page writes a second while searching (0 = no writes); see `--writes`. The
     /// server's publish budget must allow it.
     #[arg(long, default_value_t = 0.0)]
     write_rate: f64,
+    /// What a write is: `update` publishes 20 pages with a PIN, then updates them
+    /// round robin (an argon2 PIN check each); `create` publishes a new page
+    /// without a PIN each time (the corpus grows).
+    #[arg(long, value_enum, default_value = "update")]
+    writes: Writes,
+    /// Fresh queries, one a line, used in order by `--mode distinct` and the
+    /// fresh quarter of `--mode mixed` (instead of `--query` plus a made-up
+    /// word); past the end they repeat with a made-up word appended.
+    #[arg(long)]
+    queries: Option<std::path::PathBuf>,
+    /// Stop after this many seconds instead of after `--requests`.
+    #[arg(long)]
+    duration: Option<f64>,
 }
 
-/// Publishes 20 pages, then updates one every `1/rate` seconds until `stop`;
-/// records each update's latency as `write-<status>`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Writes {
+    Update,
+    Create,
+}
+
+/// Publishes 20 pages, then updates one every `1/rate` seconds until `stop`
+/// (or, for [`Writes::Create`], publishes a new page each time); records each
+/// write's latency as `write-<status>`.
 async fn write_stream(
     client: reqwest::Client,
     url: String,
     rate: f64,
+    writes: Writes,
     results: Arc<Mutex<BTreeMap<String, Vec<Duration>>>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) {
     const PIN: &str = "loadgen-pin-1234";
+    if let Writes::Create = writes {
+        let run = std::process::id();
+        let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+        let mut k = 0usize;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            tick.tick().await;
+            let t = Instant::now();
+            let title = format!("Loadgen stream page {run} {k} written under load");
+            let status = client
+                .post(format!("{url}/api/pages"))
+                .json(&serde_json::json!({ "title": title }))
+                .send()
+                .await
+                .map(|r| r.status().as_u16().to_string())
+                .unwrap_or_else(|_| "error".into());
+            results
+                .lock()
+                .await
+                .entry(format!("write-{status}"))
+                .or_default()
+                .push(t.elapsed());
+            k += 1;
+        }
+        return;
+    }
     let mut slugs = Vec::new();
     for n in 0..20 {
         let r = client
@@ -157,18 +202,31 @@ async fn main() {
             client.clone(),
             args.url.clone(),
             args.write_rate,
+            args.writes,
             results.clone(),
             stop.clone(),
         ))
     });
+    let fresh: Arc<Vec<String>> = Arc::new(match &args.queries {
+        Some(path) => std::fs::read_to_string(path)
+            .expect("reading --queries")
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        None => Vec::new(),
+    });
+    let deadline = args.duration.map(Duration::from_secs_f64);
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..args.concurrency {
-        let (client, results, next, barrier) = (
+        let (client, results, next, barrier, fresh) = (
             client.clone(),
             results.clone(),
             next.clone(),
             barrier.clone(),
+            fresh.clone(),
         );
         let (url, query, mode, clients, burst, total) = (
             args.url.clone(),
@@ -186,13 +244,26 @@ async fn main() {
             }
             loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= total {
+                let over = match deadline {
+                    Some(d) => started.elapsed() >= d,
+                    None => i >= total,
+                };
+                if over {
                     break;
                 }
+                let new_query = |n: usize| {
+                    if fresh.is_empty() {
+                        distinct_query(&query, n)
+                    } else if n < fresh.len() {
+                        fresh[n].clone()
+                    } else {
+                        distinct_query(&fresh[n % fresh.len()], n / fresh.len())
+                    }
+                };
                 let q = match mode {
                     Mode::Same => query.clone(),
-                    Mode::Distinct => distinct_query(&query, i),
-                    Mode::Mixed if i % 4 == 0 => distinct_query(&query, i),
+                    Mode::Distinct => new_query(i),
+                    Mode::Mixed if i % 4 == 0 => new_query(i / 4),
                     Mode::Mixed => query.clone(),
                 };
                 let mut request = client.get(format!("{url}/search")).query(&[("q", q)]);
@@ -231,13 +302,18 @@ async fn main() {
     let elapsed = started.elapsed().as_secs_f64();
     let results = results.lock().await;
     let total: usize = results.values().map(Vec::len).sum();
+    let searches = results
+        .iter()
+        .filter(|(class, _)| !class.starts_with("write-"))
+        .map(|(_, l)| l.len())
+        .sum::<usize>();
     println!(
         "{} requests, concurrency {}, mode {:?}, {:.2} s, {:.0} req/s",
-        args.requests,
+        searches,
         args.concurrency,
         args.mode,
         elapsed,
-        args.requests as f64 / elapsed
+        searches as f64 / elapsed
     );
     println!(
         "{:<14} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9}",

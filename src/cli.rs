@@ -63,8 +63,10 @@ enum Command {
 }
 
 /// Parses the command line, runs the command, and maps failure to an exit code:
-/// 2 for a bad configuration value, 1 for anything else.
-pub fn main() -> ExitCode {
+/// 2 for a bad configuration value, 1 for anything else. `serve` calls
+/// `release_free_memory` once it is ready, before `listening on` (the binary
+/// passes its allocator's way of returning freed memory to the system).
+pub fn main(release_free_memory: fn()) -> ExitCode {
     let cli = Cli::parse();
     let format = match LogFormat::from_env() {
         Ok(f) => f,
@@ -75,7 +77,7 @@ pub fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Serve(args) => match Settings::from_args(&args) {
-            Ok(settings) => serve(settings),
+            Ok(settings) => serve(settings, release_free_memory),
             Err(e) => return config_error(&e.to_string()),
         },
         Command::Import { file, db } => match db.postgres() {
@@ -109,9 +111,10 @@ fn config_error(line: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn serve(settings: Settings) -> anyhow::Result<()> {
+fn serve(settings: Settings, release_free_memory: fn()) -> anyhow::Result<()> {
     actix_web::rt::System::new().block_on(async move {
         let app = Application::build(settings).await?;
+        release_free_memory();
         if let Some(metrics) = app.metrics_address() {
             tracing::info!("metrics on http://{metrics}/metrics");
         }

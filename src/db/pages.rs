@@ -6,8 +6,8 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
 // The records are the page store's (any backend); re-exported where they were.
 pub use crate::page_store::records::{
-    Candidate, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage, LedgerPage, Page,
-    PageState, PageSummary, PinRecord, StateChange, Upserted,
+    Candidate, CandidateRef, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
+    LedgerPage, Page, PageState, PageSummary, PinRecord, StateChange, Upserted,
 };
 
 const CANDIDATE: &str = "lifecycle = 'active' AND claimed_at IS NULL";
@@ -400,18 +400,39 @@ fn candidate_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
 /// All candidates ordered by id, with the generation they were read at, in one read
 /// transaction so the two agree.
 pub fn candidates(conn: &mut Connection) -> rusqlite::Result<(i64, Vec<Candidate>)> {
+    let mut list = Vec::new();
+    let generation = each_candidate(conn, |c| list.push(c.to_candidate()))?;
+    Ok((generation, list))
+}
+
+/// Hands every candidate to `each`, ordered by id, borrowed from the row being
+/// read (nothing is allocated per row), and returns the generation they were
+/// read at, in one read transaction so the two agree. Building a snapshot this
+/// way never holds the whole table as `Candidate`s.
+pub fn each_candidate(
+    conn: &mut Connection,
+    mut each: impl FnMut(CandidateRef<'_>),
+) -> rusqlite::Result<i64> {
     let tx = conn.transaction()?;
     let generation = generation(&tx)?;
-    let list = {
+    {
         let mut stmt = tx.prepare(&format!(
             "SELECT id, current_version, slug, title, updated_at FROM pages
              WHERE {CANDIDATE} ORDER BY id"
         ))?;
-        let rows = stmt.query_map([], candidate_row)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()?
-    };
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            each(CandidateRef {
+                id: r.get(0)?,
+                version: r.get(1)?,
+                slug: r.get_ref(2)?.as_str()?,
+                title: r.get_ref(3)?.as_str()?,
+                updated_at: r.get(4)?,
+            });
+        }
+    }
     tx.commit()?;
-    Ok((generation, list))
+    Ok(generation)
 }
 
 /// What changed after generation `since`: the generation read now, and for each

@@ -131,3 +131,40 @@ impl ImportCounts {
         }
     }
 }
+
+/// One candidate's fields, borrowed (from a row being read, or from where a
+/// snapshot keeps them): a [`Candidate`] without its two allocations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CandidateRef<'a> {
+    pub id: i64,
+    pub version: i64,
+    pub slug: &'a str,
+    pub title: &'a str,
+    pub updated_at: i64,
+}
+
+impl CandidateRef<'_> {
+    /// An owned copy.
+    pub fn to_candidate(&self) -> Candidate {
+        Candidate {
+            id: self.id,
+            version: self.version,
+            slug: self.slug.to_owned(),
+            title: self.title.to_owned(),
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+impl Candidate {
+    /// This candidate's fields, borrowed.
+    pub fn borrowed(&self) -> CandidateRef<'_> {
+        CandidateRef {
+            id: self.id,
+            version: self.version,
+            slug: &self.slug,
+            title: &self.title,
+            updated_at: self.updated_at,
+        }
+    }
+}

@@ -25,8 +25,8 @@ use futures_util::FutureExt as _;
 use rusqlite::{Connection, Transaction};
 
 use super::{
-    Candidate, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage, LedgerPage, Page,
-    PageBackend, PageState, PageStoreError, PinRecord, StateChange, StoreFuture,
+    Candidate, CandidateSink, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
+    LedgerPage, Page, PageBackend, PageState, PageStoreError, PinRecord, StateChange, StoreFuture,
 };
 use crate::db::storage::{Storage, MIN_FREE_BYTES};
 use crate::db::{self, pages, DbError, Fault};
@@ -290,6 +290,22 @@ impl PageBackend for SqlitePages {
 
     fn candidates(&self) -> StoreFuture<'_, (i64, Vec<Candidate>)> {
         self.read(pages::candidates).boxed()
+    }
+
+    fn each_candidate(&self, mut each: CandidateSink) -> StoreFuture<'_, i64> {
+        self.read(move |c| {
+            // On a thread of its own that ends with the read: the allocator
+            // returns the scratch of whatever `each` builds (at start-up, about
+            // as large as the snapshot) to the system when its thread exits,
+            // where a pooled thread would keep it.
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(|| pages::each_candidate(c, &mut each))
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+        })
+        .boxed()
     }
 
     fn changes_since(&self, since: i64) -> StoreFuture<'_, Option<(i64, ChangedPages)>> {

@@ -21,7 +21,8 @@ use prometheus::IntCounter;
 use sha2::{Digest, Sha256};
 
 use crate::page_store::{Candidate, PageStore, PageStoreError};
-use crate::search::rank::RankIndex;
+use crate::search::rank::{IndexBuilder, RankIndex};
+use crate::search::rows::{CandidateRef, Rows};
 
 /// The corpus fingerprint: the sum, modulo 2²⁵⁶, of SHA-256(id ‖ version) over the
 /// candidates (each pair as two big-endian i64s).
@@ -32,7 +33,7 @@ use crate::search::rank::RankIndex;
 /// guarantee the cache relies on: ids are never reused and versions only grow, so a
 /// candidate set with any page added, removed or changed is a different set of
 /// pairs, and a different sum except for a SHA-256 coincidence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fingerprint(pub [u8; 32]);
 
 impl Fingerprint {
@@ -45,16 +46,21 @@ impl Fingerprint {
         sum
     }
 
-    fn digest(c: &Candidate) -> [u8; 32] {
+    fn digest(id: i64, version: i64) -> [u8; 32] {
         let mut hasher = Sha256::new();
-        hasher.update(c.id.to_be_bytes());
-        hasher.update(c.version.to_be_bytes());
+        hasher.update(id.to_be_bytes());
+        hasher.update(version.to_be_bytes());
         hasher.finalize().into()
     }
 
     /// Adds `c`'s pair.
     pub fn add(&mut self, c: &Candidate) {
-        let d = Self::digest(c);
+        self.add_pair(c.id, c.version);
+    }
+
+    /// Adds the pair `(id, version)`.
+    pub fn add_pair(&mut self, id: i64, version: i64) {
+        let d = Self::digest(id, version);
         let mut carry = 0u16;
         for i in (0..32).rev() {
             let v = u16::from(self.0[i]) + u16::from(d[i]) + carry;
@@ -65,7 +71,12 @@ impl Fingerprint {
 
     /// Takes `c`'s pair away again.
     pub fn remove(&mut self, c: &Candidate) {
-        let d = Self::digest(c);
+        self.remove_pair(c.id, c.version);
+    }
+
+    /// Takes the pair `(id, version)` away again.
+    pub fn remove_pair(&mut self, id: i64, version: i64) {
+        let d = Self::digest(id, version);
         let mut borrow = 0i16;
         for i in (0..32).rev() {
             let mut v = i16::from(self.0[i]) - i16::from(d[i]) - borrow;
@@ -79,133 +90,124 @@ impl Fingerprint {
     }
 }
 
-/// Applies `changes` to `index` in place: upsert each page that is a candidate now,
-/// remove the others (about 20 µs a page at 100,000 titles).
-fn update_index(index: &mut RankIndex, changes: &[(i64, Option<Candidate>)]) {
-    for (id, row) in changes {
-        match row {
-            Some(row) => index.upsert(*id, &row.title),
-            None => {
-                index.remove(*id);
-            }
-        }
-    }
-}
-
 /// The candidates at one generation. Immutable; shared as `Arc<Snapshot>`.
+///
+/// Its parts share storage with the snapshots before and after it (see
+/// [`crate::search::chunked`]): [`Snapshot::apply`] makes the next one as a
+/// copy of this one's chunk pointers with the changed pages written in, so a
+/// write costs its own pages, whether or not a scoring still reads this one.
 pub struct Snapshot {
     pub generation: i64,
     pub fingerprint: Fingerprint,
-    /// Sorted by id; rows shared with the snapshots before and after this one.
-    pages: Vec<Arc<Candidate>>,
+    /// Each candidate's row, at its slot in `index`.
+    rows: Rows,
     pub index: RankIndex,
 }
 
 impl Snapshot {
     /// Builds the fingerprint and index of `pages`, which must be sorted by id.
     pub fn build(generation: i64, pages: Vec<Candidate>) -> Self {
-        debug_assert!(pages.windows(2).all(|w| w[0].id < w[1].id));
-        let pages: Vec<Arc<Candidate>> = pages.into_iter().map(Arc::new).collect();
-        Self::assemble(
-            generation,
-            Fingerprint::of(pages.iter().map(|p| &**p)),
-            pages,
-        )
-    }
-
-    fn assemble(generation: i64, fingerprint: Fingerprint, pages: Vec<Arc<Candidate>>) -> Self {
-        let index = RankIndex::build(pages.iter().map(|p| (p.id, p.title.as_str())));
-        Self {
-            generation,
-            fingerprint,
-            pages,
-            index,
+        let mut builder = SnapshotBuilder::default();
+        for page in &pages {
+            builder.push(page.borrowed());
         }
+        builder.finish(generation)
     }
 
     /// This snapshot with `changes` applied (each changed page's id and its
-    /// candidate row now, `None` when it is no longer one), at `generation`, its
-    /// ranking index being `index`: an index equal to this snapshot's, which
-    /// `apply` updates in place. Every part costs the changed pages only (plus a
-    /// copy of the row pointers).
-    pub fn apply(
-        &self,
-        generation: i64,
-        changes: &[(i64, Option<Candidate>)],
-        mut index: RankIndex,
-    ) -> Self {
-        let mut pages = self.pages.clone();
+    /// candidate row now, `None` when it is no longer one), at `generation`.
+    /// Costs the changed pages (their words' postings, their rows) plus a copy
+    /// of the chunk pointers; this snapshot is left as it was.
+    pub fn apply(&self, generation: i64, changes: &[(i64, Option<Candidate>)]) -> Self {
+        let mut index = self.index.clone();
+        let mut rows = self.rows.clone();
         let mut fingerprint = self.fingerprint;
         for (id, row) in changes {
-            let at = pages.binary_search_by_key(id, |p| p.id);
-            if let Ok(at) = at {
-                fingerprint.remove(&pages[at]);
-            }
-            match (at, row) {
-                (Ok(at), Some(row)) => pages[at] = Arc::new(row.clone()),
-                (Ok(at), None) => {
-                    pages.remove(at);
+            if let Some(slot) = index.slot(*id) {
+                if let Some(old) = rows.get(slot as usize, *id) {
+                    fingerprint.remove_pair(old.id, old.version);
                 }
-                (Err(at), Some(row)) => pages.insert(at, Arc::new(row.clone())),
-                (Err(_), None) => {}
+                if row.is_none() {
+                    index.remove(*id);
+                    rows.clear(slot as usize);
+                }
             }
             if let Some(row) = row {
+                index.upsert(*id, &row.title);
+                let slot = index.slot(*id).expect("just upserted") as usize;
+                rows.set(slot, row.borrowed());
                 fingerprint.add(row);
             }
         }
-        update_index(&mut index, changes);
         Self {
             generation,
             fingerprint,
-            pages,
+            rows,
             index,
         }
     }
 
     /// The candidate with this id, if it is one at this generation.
-    pub fn page(&self, id: i64) -> Option<&Candidate> {
-        self.pages
-            .binary_search_by_key(&id, |p| p.id)
-            .ok()
-            .map(|i| &*self.pages[i])
+    pub fn page(&self, id: i64) -> Option<CandidateRef<'_>> {
+        let slot = self.index.slot(id)?;
+        self.rows.get(slot as usize, id)
+    }
+
+    /// Approximate heap bytes of the rows and the index (storage shared with
+    /// other snapshots counted as this one's).
+    pub fn heap_bytes(&self) -> usize {
+        self.rows.heap_bytes() + self.index.heap_bytes()
     }
 
     /// Number of candidates.
     pub fn len(&self) -> usize {
-        self.pages.len()
+        self.index.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.pages.is_empty()
+        self.index.is_empty()
     }
 }
 
-/// The other half of a left-right pair of indexes: the snapshot published before
-/// the current one, and the changes it lacks. Once no search holds it any more its
-/// index is brought up to date in place and becomes the next snapshot's, so a write
-/// never copies the whole index (a copy takes tens of milliseconds at 100,000
-/// titles; an update, microseconds a page).
-#[derive(Default)]
-pub struct Spare {
-    previous: Option<Arc<Snapshot>>,
-    behind: Vec<(i64, Option<Candidate>)>,
+/// Builds a [`Snapshot`] one candidate at a time, as the rows are read: the
+/// whole table is never held as `Candidate`s (at a million pages those were
+/// twice the snapshot's own size).
+#[derive(Debug, Default)]
+pub struct SnapshotBuilder {
+    rows: Rows,
+    index: IndexBuilder,
+    fingerprint: Fingerprint,
 }
 
-impl Spare {
-    /// An index equal to `current`'s: the spare's, updated in place, when no
-    /// search holds it any more; else a copy of `current`'s.
-    fn take_index(&mut self, current: &Snapshot) -> RankIndex {
-        let behind = std::mem::take(&mut self.behind);
-        match self.previous.take().map(Arc::try_unwrap) {
-            Some(Ok(previous)) => {
-                let mut index = previous.index;
-                update_index(&mut index, &behind);
-                index
-            }
-            _ => current.index.clone(),
+impl SnapshotBuilder {
+    /// Adds `c`; candidates must come in increasing id order.
+    pub fn push(&mut self, c: CandidateRef<'_>) {
+        self.rows.set(self.rows.len(), c);
+        self.fingerprint.add_pair(c.id, c.version);
+        self.index.push(c.id, c.title);
+    }
+
+    /// The snapshot of every candidate pushed, at `generation`.
+    pub fn finish(self, generation: i64) -> Snapshot {
+        let SnapshotBuilder {
+            mut rows,
+            index,
+            fingerprint,
+        } = self;
+        rows.shrink_to_fit();
+        Snapshot {
+            generation,
+            fingerprint,
+            rows,
+            // Slots are given in the order of the pushes, as the rows were kept.
+            index: index.finish(),
         }
     }
 }
+
+/// Changes applied on the calling (async) thread; a longer batch is applied on a
+/// blocking thread.
+const INLINE_CHANGES: usize = 64;
 
 /// The current snapshot and how to refresh it.
 pub struct Corpus {
@@ -216,8 +218,8 @@ pub struct Corpus {
     /// a failover that lost commits), so a different one means a full reload.
     epoch: std::sync::atomic::AtomicU64,
     current: RwLock<Arc<Snapshot>>,
-    /// Held while the snapshot is rebuilt or updated; guards the spare index.
-    rebuild: tokio::sync::Mutex<Spare>,
+    /// Held while the snapshot is rebuilt or updated.
+    rebuild: tokio::sync::Mutex<()>,
     /// Counts [`Corpus::current`] calls (candidate fetches of searches).
     fetches: IntCounter,
 }
@@ -230,7 +232,7 @@ impl Corpus {
             store,
             epoch: std::sync::atomic::AtomicU64::new(u64::MAX),
             current: RwLock::new(Arc::new(Snapshot::build(-1, Vec::new()))),
-            rebuild: tokio::sync::Mutex::new(Spare::default()),
+            rebuild: tokio::sync::Mutex::new(()),
             fetches,
         }
     }
@@ -261,7 +263,7 @@ impl Corpus {
             }
         }
         // One rebuild at a time; the others find its result when they get the lock.
-        let mut guard = self.rebuild.lock().await;
+        let _guard = self.rebuild.lock().await;
         if same_history() {
             if let Some(s) = self.at_least(generation) {
                 return Ok(s);
@@ -278,18 +280,18 @@ impl Corpus {
             Some((generation, changes)) => {
                 let started = std::time::Instant::now();
                 let n = changes.len();
-                let mut spare = std::mem::take(&mut *guard);
-                // CPU work: off the async worker, which serves other requests meanwhile.
-                let (snapshot, spare) = tokio::task::spawn_blocking(move || {
-                    let index = spare.take_index(&base);
-                    let next = Arc::new(base.apply(generation, &changes, index));
-                    spare.previous = Some(base);
-                    spare.behind = changes;
-                    (next, spare)
-                })
-                .await
-                .map_err(|e| PageStoreError::Failed(format!("applying corpus changes: {e}")))?;
-                *guard = spare;
+                // A few pages cost microseconds: applied here. A long batch (an
+                // import by another process) is CPU work for off the async
+                // worker, which serves other requests meanwhile.
+                let snapshot = if n <= INLINE_CHANGES {
+                    Arc::new(base.apply(generation, &changes))
+                } else {
+                    tokio::task::spawn_blocking(move || Arc::new(base.apply(generation, &changes)))
+                        .await
+                        .map_err(|e| {
+                            PageStoreError::Failed(format!("applying corpus changes: {e}"))
+                        })?
+                };
                 tracing::debug!(
                     generation,
                     changed = n,
@@ -299,11 +301,29 @@ impl Corpus {
                 snapshot
             }
             None => {
-                *guard = Spare::default();
-                let (generation, list) = self.store.candidates().await?;
-                // CPU work (the index of every title): off the async worker.
+                let started = std::time::Instant::now();
+                // Built as the store reads the rows (on a blocking thread): the
+                // whole table is never held as `Candidate`s.
+                let builder = Arc::new(std::sync::Mutex::new(SnapshotBuilder::default()));
+                let sink = builder.clone();
+                let generation = self
+                    .store
+                    .each_candidate(Box::new(move |row| {
+                        sink.lock().expect("snapshot builder poisoned").push(row)
+                    }))
+                    .await?;
+                let builder = Arc::try_unwrap(builder)
+                    .map_err(|_| {
+                        PageStoreError::Failed("the snapshot builder is still held".into())
+                    })?
+                    .into_inner()
+                    .expect("snapshot builder poisoned");
+                // CPU work (the index's last steps): off the async worker, on a
+                // thread that ends with it, so its scratch goes back to the system.
                 let snapshot = tokio::task::spawn_blocking(move || {
-                    Arc::new(Snapshot::build(generation, list))
+                    std::thread::spawn(move || Arc::new(builder.finish(generation)))
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
                 })
                 .await
                 .map_err(|e| PageStoreError::Failed(format!("building the snapshot: {e}")))?;
@@ -311,6 +331,8 @@ impl Corpus {
                 tracing::info!(
                     generation = snapshot.generation,
                     candidates = snapshot.len(),
+                    heap_mb = (snapshot.heap_bytes() as f64 / 1e6).round(),
+                    ms = started.elapsed().as_millis() as u64,
                     "built the candidate snapshot"
                 );
                 snapshot
@@ -363,7 +385,6 @@ mod tests {
                 (4, None),
                 (7, None),
             ],
-            before.index.clone(),
         );
         let fresh = Snapshot::build(
             9,
@@ -376,8 +397,8 @@ mod tests {
         assert_eq!(after.fingerprint, fresh.fingerprint);
         assert_eq!(after.generation, 9);
         let ids = |s: &Snapshot| {
-            s.pages
-                .iter()
+            (0..10)
+                .filter_map(|id| s.page(id))
                 .map(|p| (p.id, p.version))
                 .collect::<Vec<_>>()
         };
@@ -400,6 +421,76 @@ mod tests {
         ] {
             assert_eq!(rank(&after, q), rank(&fresh, q), "{q}");
         }
+    }
+
+    /// The scorings of one query over `s`, as (page id, score bits).
+    fn ranking(s: &Snapshot, q: &str) -> Vec<(i64, u32)> {
+        crate::search::rank::rank(&s.index, q, usize::MAX)
+            .rows
+            .iter()
+            .map(|r| (r.page_id, r.score.to_bits()))
+            .collect()
+    }
+
+    #[test]
+    fn a_write_while_a_scoring_reads_the_snapshot_leaves_that_snapshot_as_it_was() {
+        let words = [
+            "data", "tool", "for", "parser", "json", "fast", "client", "rest",
+        ];
+        let title = |i: usize| {
+            (0..1 + i % 4)
+                .map(|k| words[(i * 7 + k * 3) % words.len()])
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let pages: Vec<Candidate> = (1..=400).map(|i| page(i, 1, &title(i as usize))).collect();
+        let before = Arc::new(Snapshot::build(1, pages.clone()));
+        let queries = ["data tool", "json parsre", "fast", "rest client for"];
+        let expected: Vec<_> = queries.iter().map(|q| ranking(&before, q)).collect();
+        // Every second page changes, every fifth goes, and 100 are new.
+        let changes: Vec<(i64, Option<Candidate>)> = (1..=500)
+            .filter(|i| i % 2 == 0 || i % 5 == 0 || *i > 400)
+            .map(|i| {
+                let row = (i % 5 != 0).then(|| page(i, 2, &title(i as usize + 1)));
+                (i, row)
+            })
+            .collect();
+        let after = std::thread::scope(|scope| {
+            // Scorings read `before` on another thread while the write lands.
+            let reader = scope.spawn(|| {
+                for _ in 0..20 {
+                    for (q, want) in queries.iter().zip(&expected) {
+                        assert_eq!(&ranking(&before, q), want, "{q}");
+                    }
+                }
+            });
+            let after = before.apply(2, &changes);
+            reader
+                .join()
+                .expect("the reader saw the snapshot it started with");
+            after
+        });
+        for (q, want) in queries.iter().zip(&expected) {
+            assert_eq!(&ranking(&before, q), want, "{q} after the write");
+        }
+        let mut now: std::collections::BTreeMap<i64, Candidate> =
+            pages.into_iter().map(|p| (p.id, p)).collect();
+        for (id, row) in &changes {
+            match row {
+                Some(row) => now.insert(*id, row.clone()),
+                None => now.remove(id),
+            };
+        }
+        let fresh = Snapshot::build(2, now.into_values().collect());
+        assert_eq!(after.fingerprint, fresh.fingerprint);
+        assert_eq!(after.len(), fresh.len());
+        for q in queries {
+            assert_eq!(ranking(&after, q), ranking(&fresh, q), "{q}");
+        }
+        assert_eq!(before.len(), 400);
+        assert_eq!(before.page(2).map(|p| p.version), Some(1));
+        assert_eq!(after.page(2).map(|p| p.version), Some(2));
+        assert!(after.page(5).is_none() && before.page(5).is_some());
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! a slot of the [`scorer`] pool (actors too).
 
 pub mod cache;
+pub(crate) mod chunked;
 pub mod corpus;
 pub mod normalize;
 pub mod query;
 pub mod rank;
+pub mod rows;
 pub mod scorer;

@@ -86,9 +86,7 @@ impl Handler<Score> for Scorer {
             // Highlighting the first page here, once per scoring, keeps it off the
             // cache-hit path; later pages are marked when first shown, since most
             // of the kept rows are never paged to.
-            result.highlight_titles(&query, highlight, |id| {
-                snapshot.page(id).map(|p| p.title.as_str())
-            });
+            result.highlight_titles(&query, highlight, |id| snapshot.page(id).map(|p| p.title));
             result
         }));
         drop(slot);

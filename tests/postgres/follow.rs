@@ -44,7 +44,12 @@ async fn assert_snapshot_is_fresh(app: &TestApp, name: &str) {
     assert_eq!(followed.generation, fresh.generation, "{name}: generation");
     assert_eq!(followed.len(), fresh.len(), "{name}: candidates");
     for c in &candidates {
-        assert_eq!(followed.page(c.id), Some(c), "{name}: page {}", c.id);
+        assert_eq!(
+            followed.page(c.id),
+            Some(c.borrowed()),
+            "{name}: page {}",
+            c.id
+        );
     }
     assert_eq!(
         followed.fingerprint, fresh.fingerprint,

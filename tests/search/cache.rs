@@ -457,3 +457,40 @@ async fn a_cache_over_its_byte_bound_evicts_the_least_recently_used_entry() {
         "redis was the least recently used"
     );
 }
+
+#[actix_web::test]
+async fn pages_written_while_a_scoring_holds_the_snapshot_are_found_by_the_next_searches() {
+    let app = spawn_app().await;
+    let slugs = |body: &serde_json::Value| -> Vec<String> {
+        body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["slug"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // One slot scores over the snapshot of now, and stays there.
+    let held = app.spawn_search_full("block kubernetes", "198.51.100.1");
+    app.faults.wait_blocked(1).await;
+    // Two writes land one after the other while it runs; each next search (in
+    // the other slot) is answered at the generation after its write.
+    for (k, slug) in ["zanzibar-one", "zanzibar-two"].iter().enumerate() {
+        // Through `sql`: the same statement on SQLite and on PostgreSQL.
+        app.sql(&format!(
+            "INSERT INTO pages (slug, title, created_at, updated_at) \
+             VALUES ('{slug}', 'Zanzibar quokka handbook {k}', 1, 1)"
+        ));
+        let (status, headers, body) = app.search_json("zanzibar quokka", CLIENT).await;
+        assert_eq!(status, 200);
+        assert_eq!(headers.get("x-search-cache").unwrap(), "miss");
+        let shown = slugs(&body);
+        assert_eq!(shown.len(), k + 1, "{shown:?}");
+        assert!(shown.iter().any(|s| s == slug), "{slug} in {shown:?}");
+    }
+    // The held scoring still ends well, over the snapshot its request read.
+    app.faults.open();
+    let (status, cache, body) = held.await.unwrap();
+    assert_eq!((status, cache.as_str()), (200, "miss"), "{body}");
+    let (_, _, body) = app.search_json("kubernetes", CLIENT).await;
+    assert!(!slugs(&body).is_empty());
+}

@@ -317,8 +317,8 @@ fn rows_html(
 ) -> String {
     let results = displayed_rows(result, page_no, snapshot)
         .map(|(row, page, marks)| TableRow {
-            slug: page.slug.clone(),
-            title: highlighted(&page.title, &marks.ranges),
+            slug: page.slug.to_owned(),
+            title: highlighted(page.title, &marks.ranges),
             score: format!("{:.1}", row.score),
             updated_at: format_time(page.updated_at),
         })

@@ -76,11 +76,11 @@ struct JsonShort<'a> {
 fn rows(result: &CachedResult, page_no: usize, snapshot: &Snapshot) -> String {
     let rows: Vec<ResultRow> = displayed_rows(result, page_no, snapshot)
         .map(|(row, page, marks)| ResultRow {
-            slug: page.slug.clone(),
-            title: page.title.clone(),
+            slug: page.slug.to_owned(),
+            title: page.title.to_owned(),
             score: (f64::from(row.score) * 100.0).round() / 100.0,
             updated_at: page.updated_at,
-            marks: char_marks(&page.title, &marks.ranges),
+            marks: char_marks(page.title, &marks.ranges),
         })
         .collect();
     serde_json::to_string(&rows).expect("rows serialize")

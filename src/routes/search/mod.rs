@@ -21,12 +21,13 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::budget::Decision;
 use crate::client_ip::ClientIp;
-use crate::page_store::{Candidate, PageStoreError};
+use crate::page_store::PageStoreError;
 use crate::routes::faults::{self, StorageAnswer, Store};
 use crate::search::cache::{self, Answer, CacheKey, CachedResult, ScoringFailed};
 use crate::search::corpus::Snapshot;
 use crate::search::query::{Gate1, SearchQuery};
 use crate::search::rank::{Marks, ScoredRow};
+use crate::search::rows::CandidateRef;
 use crate::state::AppState;
 
 pub use json::JsonReply;
@@ -225,8 +226,8 @@ pub(super) fn displayed_rows<'a>(
     result: &'a CachedResult,
     page: usize,
     snapshot: &'a Snapshot,
-) -> impl Iterator<Item = (&'a ScoredRow, &'a Candidate, &'a Marks)> + 'a {
-    let marks = result.marks(page, |id| snapshot.page(id).map(|p| p.title.as_str()));
+) -> impl Iterator<Item = (&'a ScoredRow, CandidateRef<'a>, &'a Marks)> + 'a {
+    let marks = result.marks(page, |id| snapshot.page(id).map(|p| p.title));
     result
         .rows(page)
         .iter()

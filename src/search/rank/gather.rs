@@ -145,38 +145,192 @@ pub(super) fn match_words(index: &RankIndex, words: &[QueryWord]) -> WordMatches
     }
 }
 
-/// What the first pass learnt about one title.
+/// What is known about one candidate title before it is scored exactly.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Tally {
     /// Bit set of the query words the title matches.
     pub matched: u32,
-    /// Sum over matched query words of their weight times their best quality in
-    /// this title.
+    /// An upper bound of the sum over matched query words of their weight times
+    /// their best quality in this title: exact for the words accumulated (see
+    /// [`accumulate`]), the word's whole weight for the others.
     pub quality_sum: f32,
 }
 
-/// Titles reached through the postings of matched words.
-pub(super) struct Candidates {
-    /// Per title (dense, indexed like `RankIndex::titles`); one struct so that a
-    /// candidate costs one cache line, not two.
+/// Buffers a ranking reuses across queries on one thread, sized by slot (and
+/// kept zeroed between uses), so that a query at a million titles does not
+/// allocate and clear 15 MB each time.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    /// Best quality of the query word being accumulated, per slot.
+    best: Vec<f32>,
+    /// Per slot.
     pub tallies: Vec<Tally>,
-    /// Titles with at least one match, in the order first reached.
+    /// One bit set per query word (`words_per_set` u64s each): the titles it
+    /// matches, through any of its matches.
+    sets: Vec<u64>,
+    words_per_set: usize,
+    /// Titles with a tally, in the order first reached.
     pub touched: Vec<u32>,
-    /// Per query word, its rarity weight (see `score::weight`).
-    pub weights: Vec<f32>,
+    reached: Vec<u32>,
+    /// Set while a ranking uses the buffers: a ranking that panicked (its
+    /// scorer thread lives on) left them as they were, to be cleared in full.
+    in_use: bool,
 }
 
-/// One pass over the postings of every hit: cost proportional to the number of
-/// (title, matched word) pairs, plus the words of the titles holding a join's
-/// rarer part. A query word's weight comes from how many titles it matched.
-pub(super) fn first_pass(index: &RankIndex, matches: &WordMatches) -> Candidates {
+impl Scratch {
+    /// Readies the buffers for `m` query words over `slots` title slots.
+    fn prepare(&mut self, m: usize, slots: usize) {
+        if std::mem::replace(&mut self.in_use, true) {
+            self.best.fill(0.0);
+            self.tallies.fill(Tally::default());
+            self.touched.clear();
+        }
+        if self.best.len() < slots {
+            self.best.resize(slots, 0.0);
+            self.tallies.resize(slots, Tally::default());
+        }
+        self.words_per_set = slots.div_ceil(64);
+        self.sets.clear();
+        self.sets.resize(m * self.words_per_set, 0);
+    }
+
+    /// Whether title `t` is in query word `i`'s set.
+    fn in_set(&self, i: usize, t: u32) -> bool {
+        let word = self.sets[i * self.words_per_set + (t as usize >> 6)];
+        word & (1u64 << (t & 63)) != 0
+    }
+
+    /// Forgets the tallies (the next [`accumulate`] starts afresh).
+    pub fn clear_tallies(&mut self) {
+        for &t in &self.touched {
+            self.tallies[t as usize] = Tally::default();
+        }
+        self.touched.clear();
+    }
+
+    /// Ends a ranking's use of the buffers (they are clean again).
+    pub fn release(&mut self) {
+        self.clear_tallies();
+        self.in_use = false;
+    }
+}
+
+/// Per query word, how many titles it matched and its rarity weight; and how
+/// many titles matched any query word.
+pub(super) struct WordSets {
+    pub df: Vec<usize>,
+    /// Per query word, its rarity weight (see `score::weight`).
+    pub weights: Vec<f32>,
+    /// Titles matching at least one query word.
+    pub total: usize,
+}
+
+/// Calls `visit(t, quality)` for every title `t` that query word `i` reaches
+/// through its own column, a split with a neighbour, or one of its joins (a
+/// title may come more than once).
+fn reach(
+    index: &RankIndex,
+    matches: &WordMatches,
+    i: usize,
+    parts: &mut PartPositions,
+    mut visit: impl FnMut(u32, f32),
+) {
     let m = matches.m;
-    let mut best = vec![0.0f32; index.slot_count()];
+    let cols = [
+        Some(i),
+        i.checked_sub(1).map(|j| matches.split_col(j)),
+        (i + 1 < m).then(|| matches.split_col(i)),
+    ];
+    for c in cols.into_iter().flatten() {
+        for h in &matches.columns[c].hits {
+            for block in index.postings(h.word) {
+                for &t in block {
+                    visit(t, h.quality);
+                }
+            }
+        }
+    }
+    for join in matches.joins.iter().filter(|j| j.query_word == i) {
+        // Visit the titles of the rarer part; each is checked for both.
+        let head = &matches.columns[join.head_col].hits;
+        let tail = &matches.columns[join.tail_col].hits;
+        let postings_of =
+            |hits: &[WordHit]| -> usize { hits.iter().map(|h| index.titles_with(h.word)).sum() };
+        let side = if postings_of(head) <= postings_of(tail) {
+            head
+        } else {
+            tail
+        };
+        for h in side {
+            for &t in index.postings(h.word).flatten() {
+                matches.find_parts(index.words(t), join, parts);
+                let mut top = 0.0f32;
+                parts.best_pairs(join.head_len, join.tail_len, |_, _, q| top = top.max(q));
+                if top > 0.0 {
+                    visit(t, top);
+                }
+            }
+        }
+    }
+}
+
+/// The set of titles each query word matches (a pass over the postings of its
+/// hits, setting bits: cost proportional to the (title, matched word) pairs,
+/// plus the words of the titles holding a join's rarer part), hence its weight,
+/// and the number of titles matched at all.
+pub(super) fn word_sets(
+    index: &RankIndex,
+    matches: &WordMatches,
+    scratch: &mut Scratch,
+) -> WordSets {
+    let m = matches.m;
+    scratch.prepare(m, index.slot_count());
+    let per = scratch.words_per_set;
     let mut parts = PartPositions::default();
-    let mut per_word: Vec<Vec<(u32, f32)>> = Vec::with_capacity(m);
+    let mut df = Vec::with_capacity(m);
     for i in 0..m {
-        let mut reached: Vec<u32> = Vec::new();
-        let mut offer = |t: u32, q: f32, best: &mut [f32]| {
+        let set = &mut scratch.sets[i * per..(i + 1) * per];
+        reach(index, matches, i, &mut parts, |t, _| {
+            set[t as usize >> 6] |= 1u64 << (t & 63);
+        });
+        df.push(set.iter().map(|w| w.count_ones() as usize).sum());
+    }
+    let total = (0..per)
+        .map(|k| {
+            (0..m)
+                .fold(0u64, |acc, i| acc | scratch.sets[i * per + k])
+                .count_ones() as usize
+        })
+        .sum();
+    let live = index.live_len();
+    let weights = df.iter().map(|&d| weight(d, live)).collect();
+    WordSets { df, weights, total }
+}
+
+/// Adds the query words `words` (indexes) to the tallies: every title they
+/// reach gets its exact best quality for each of them, and becomes a
+/// candidate (in `scratch.touched`). Then each candidate gets the other query
+/// words it matches (from their sets, exactly) with their whole weight (an
+/// upper bound of their part). Cost proportional to the (title, word) pairs of
+/// `words` only.
+pub(super) fn accumulate(
+    index: &RankIndex,
+    matches: &WordMatches,
+    sets: &WordSets,
+    words: &[usize],
+    scratch: &mut Scratch,
+) {
+    let mut parts = PartPositions::default();
+    let Scratch {
+        best,
+        tallies,
+        touched,
+        reached,
+        ..
+    } = scratch;
+    for &i in words {
+        reached.clear();
+        reach(index, matches, i, &mut parts, |t, q| {
             let b = &mut best[t as usize];
             if *b < q {
                 if *b == 0.0 {
@@ -184,69 +338,31 @@ pub(super) fn first_pass(index: &RankIndex, matches: &WordMatches) -> Candidates
                 }
                 *b = q;
             }
-        };
-        let cols = [
-            Some(i),
-            i.checked_sub(1).map(|j| matches.split_col(j)),
-            (i + 1 < m).then(|| matches.split_col(i)),
-        ];
-        for c in cols.into_iter().flatten() {
-            for h in &matches.columns[c].hits {
-                for &t in index.postings(h.word) {
-                    offer(t, h.quality, &mut best);
-                }
-            }
-        }
-        for join in matches.joins.iter().filter(|j| j.query_word == i) {
-            // Visit the titles of the rarer part; each is checked for both.
-            let head = &matches.columns[join.head_col].hits;
-            let tail = &matches.columns[join.tail_col].hits;
-            let postings_of = |hits: &[WordHit]| -> usize {
-                hits.iter().map(|h| index.postings(h.word).len()).sum()
-            };
-            let side = if postings_of(head) <= postings_of(tail) {
-                head
-            } else {
-                tail
-            };
-            for h in side {
-                for &t in index.postings(h.word) {
-                    matches.find_parts(index.words(t), join, &mut parts);
-                    let mut top = 0.0f32;
-                    parts.best_pairs(join.head_len, join.tail_len, |_, _, q| top = top.max(q));
-                    if top > 0.0 {
-                        offer(t, top, &mut best);
-                    }
-                }
-            }
-        }
-        per_word.push(
-            reached
-                .into_iter()
-                .map(|t| (t, std::mem::take(&mut best[t as usize])))
-                .collect(),
-        );
-    }
-
-    let live = index.live_len();
-    let weights: Vec<f32> = per_word.iter().map(|e| weight(e.len(), live)).collect();
-    drop(best);
-    let mut tallies = vec![Tally::default(); index.slot_count()];
-    let mut touched = Vec::new();
-    for (i, entries) in per_word.iter().enumerate() {
-        let bit = 1u32 << i;
-        for &(t, q) in entries {
+        });
+        let (bit, w) = (1u32 << i, sets.weights[i]);
+        for &t in reached.iter() {
+            let q = std::mem::take(&mut best[t as usize]);
             let tally = &mut tallies[t as usize];
             if tally.matched == 0 {
                 touched.push(t);
             }
             tally.matched |= bit;
-            tally.quality_sum += weights[i] * q;
+            tally.quality_sum += w * q;
         }
     }
-    Candidates {
-        tallies,
-        touched,
-        weights,
+    let others: Vec<usize> = (0..matches.m).filter(|i| !words.contains(i)).collect();
+    if others.is_empty() {
+        return;
+    }
+    for k in 0..scratch.touched.len() {
+        let t = scratch.touched[k];
+        let mut tally = scratch.tallies[t as usize];
+        for &j in &others {
+            if scratch.in_set(j, t) {
+                tally.matched |= 1 << j;
+                tally.quality_sum += sets.weights[j];
+            }
+        }
+        scratch.tallies[t as usize] = tally;
     }
 }

@@ -103,12 +103,12 @@ pub fn marks(title: &str, query: &str) -> Marks {
         let heads = HeadRule::new(&index, &column.word);
         for hit in &column.hits {
             if hit.quality >= 1.0 {
-                for &p in index.postings(hit.word) {
+                for &p in index.postings(hit.word).flatten() {
                     exact[p as usize] = true;
                 }
             }
             let head = heads.head(&index, hit);
-            for &p in index.postings(hit.word) {
+            for &p in index.postings(hit.word).flatten() {
                 let single = index.words(p).len() == 1;
                 let mark = &mut marks[p as usize];
                 *mark = match (head, *mark) {

@@ -1,53 +1,61 @@
 //! The per-corpus index: each title as a sequence of word ids, and the lexicon of
 //! distinct words with the titles that use them (`lexicon`).
 //!
-//! Built once per candidate snapshot with [`RankIndex::build`], then either read
-//! concurrently by any number of scorings (plain owned data, so `Send + Sync`)
-//! or changed one page at a time with [`RankIndex::upsert`] and
-//! [`RankIndex::remove`], which touch only the changed title's words. The ranking
-//! of any query is the same after any sequence of changes as on a fresh build
-//! over the same `(page id, title)` pairs: nothing corpus-wide is precomputed
-//! (word rarity is counted from the postings at query time), and no result
-//! depends on where a title is stored.
+//! Built once with [`RankIndex::build`], then either read concurrently by any
+//! number of scorings (plain owned data, so `Send + Sync`) or changed one page
+//! at a time with [`RankIndex::upsert`] and [`RankIndex::remove`], which touch
+//! only the changed title's words. The ranking of any query is the same after
+//! any sequence of changes as on a fresh build over the same `(page id, title)`
+//! pairs: nothing corpus-wide is precomputed (word rarity is counted from the
+//! postings at query time), and no result depends on where a title is stored.
+//!
+//! **Copies share storage.** Every array is cut into chunks behind `Arc`s (see
+//! `chunked`): [`Clone`] copies chunk pointers only (about 10,000 of them for a
+//! million titles: tens of microseconds), and a change copies just the chunks it
+//! touches while another copy still holds them. So the corpus snapshot keeps its
+//! published index immutable for the scorings that read it and makes the next
+//! one as a clone with the changed pages applied: a write costs its own pages,
+//! whoever is reading.
 //!
 //! Title storage is by **slot**: a removed page's slot is reused by the next new
-//! page. Sizes, for `N` titles with `W` word occurrences and `D` distinct words:
-//! titles `25·N + 4·W` bytes plus a page-id map (about `13·N` bytes with its
-//! slack), words `40·D + 4·(chars of D) + 20·D`, postings at most `4·W`; see
-//! [`RankIndex::heap_bytes`]. A query additionally allocates about
-//! `4·D + 12·N` bytes of scratch, freed when it returns.
+//! page. Sizes, for `N` titles with `W` word occurrences and `D` distinct words
+//! of `C` chars in all: titles `13·N + 4·W` bytes, the page-id map `4` bytes a
+//! page id (for ids that come in runs), words `8·C` (chars per id, and again in
+//! the sorted buckets) `+ 24·D`, postings `4·W` at most; see
+//! [`RankIndex::heap_bytes`]. A query additionally allocates about `4·D + 12·N`
+//! bytes of scratch, freed when it returns.
 
 use std::collections::HashMap;
 
 use super::fold::fold;
 use super::lexicon::Lexicon;
+use super::postings::Blocks;
+use crate::search::chunked::{ChunkedLists, ChunkedVec, IdMap};
 use crate::search::normalize::normalize;
-
-/// One title as the scorer sees it: its page id and its words, in order, as
-/// lexicon ids. A free slot has no words.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Title {
-    pub page_id: i64,
-    pub words: Box<[u32]>,
-}
 
 /// Per-corpus ranking index: titles as word-id sequences, the lexicon of distinct
 /// folded words, and for each word the titles that contain it.
 ///
-/// `Clone` copies everything (tens of ms at 100,000 titles: many small
-/// allocations), so a shared index is better updated as one of two copies than
-/// cloned per change (see `docs/search-quality.md`).
+/// `Clone` is cheap and shares storage (see the module docs).
 #[derive(Debug, Clone, Default)]
 pub struct RankIndex {
-    /// By slot (see the module docs).
-    pub(super) titles: Vec<Title>,
+    /// Page id of each slot (meaningless for a free slot).
+    page_ids: ChunkedVec<i64, SLOT_BITS>,
     /// Words per title, saturated at 255: the copy the per-candidate score bound
     /// reads, small enough (1 byte a title) to stay in cache.
-    title_lens: Vec<u8>,
-    slot_of: HashMap<i64, u32>,
-    free_slots: Vec<u32>,
+    title_lens: ChunkedVec<u8, SLOT_BITS>,
+    /// Word ids of each slot's title, in title order; none for a free slot.
+    words: ChunkedLists<u32, TITLE_BITS>,
+    slot_of: IdMap,
+    free_slots: ChunkedVec<u32, SLOT_BITS>,
     pub(super) lexicon: Lexicon,
 }
+
+// Chunk sizes as powers of two: 4,096 slots of the fixed-size arrays, 1,024
+// titles' words (about 9,000 word ids). Tiny in unit tests, so that small
+// corpora cross chunk boundaries as a large one does.
+const SLOT_BITS: u32 = if cfg!(test) { 3 } else { 12 };
+const TITLE_BITS: u32 = if cfg!(test) { 2 } else { 10 };
 
 /// The folded words of a raw title, in order (`normalize`, then accent folding).
 fn title_words(raw: &str) -> Vec<Vec<char>> {
@@ -65,75 +73,40 @@ impl RankIndex {
     /// given twice keeps its last title, as two [`RankIndex::upsert`]s would.
     pub fn build<'a>(titles: impl IntoIterator<Item = (i64, &'a str)>) -> RankIndex {
         let input: Vec<(i64, &str)> = titles.into_iter().collect();
-        let mut last: HashMap<i64, usize> = HashMap::with_capacity(input.len());
-        for (i, &(page_id, _)) in input.iter().enumerate() {
-            last.insert(page_id, i);
-        }
-
-        // Words get temporary ids in order of first use, then the lexicon's.
-        let mut temp_ids: HashMap<Vec<char>, u32> = HashMap::new();
-        let mut distinct: Vec<Vec<char>> = Vec::new();
-        let mut titles: Vec<Title> = Vec::with_capacity(last.len());
-        let mut slot_of: HashMap<i64, u32> = HashMap::with_capacity(last.len());
-        for (i, &(page_id, raw)) in input.iter().enumerate() {
-            if last[&page_id] != i {
-                continue;
+        let mut builder = IndexBuilder::default();
+        // Ids in increasing order (as a snapshot gives them) cannot repeat.
+        if input.windows(2).all(|w| w[0].0 < w[1].0) {
+            for (page_id, raw) in input {
+                builder.push(page_id, raw);
             }
-            let words: Vec<u32> = title_words(raw)
-                .into_iter()
-                .map(|w| {
-                    let next = distinct.len() as u32;
-                    *temp_ids.entry(w).or_insert_with_key(|w| {
-                        distinct.push(w.clone());
-                        next
-                    })
-                })
+        } else {
+            let last: HashMap<i64, usize, foldhash::fast::RandomState> = input
+                .iter()
+                .enumerate()
+                .map(|(i, &(page_id, _))| (page_id, i))
                 .collect();
-            slot_of.insert(page_id, titles.len() as u32);
-            titles.push(Title {
-                page_id,
-                words: words.into_boxed_slice(),
-            });
-        }
-        drop(temp_ids);
-
-        let (mut lexicon, renumber) = Lexicon::from_words(&distinct);
-        drop(distinct);
-        let mut seen = vec![u32::MAX; renumber.len()];
-        for (t, title) in titles.iter_mut().enumerate() {
-            for w in title.words.iter_mut() {
-                *w = renumber[*w as usize];
-                if seen[*w as usize] != t as u32 {
-                    seen[*w as usize] = t as u32;
-                    lexicon.push_posting(*w, t as u32);
+            for (i, &(page_id, raw)) in input.iter().enumerate() {
+                if last[&page_id] == i {
+                    builder.push(page_id, raw);
                 }
             }
         }
-        lexicon.shrink_to_fit();
-        RankIndex {
-            title_lens: titles
-                .iter()
-                .map(|t| t.words.len().min(255) as u8)
-                .collect(),
-            titles,
-            slot_of,
-            free_slots: Vec::new(),
-            lexicon,
-        }
+        builder.finish()
     }
 
     /// Sets the title of page `page_id` (a raw display title, normalized as in
     /// [`RankIndex::build`]), adding the page when new. Cost: proportional to the
     /// old and new title's words (a binary search and an insertion or removal in
     /// each word's postings and, for a word new to or leaving the corpus, in the
-    /// sorted list of words of its length), independent of the number of titles
-    /// otherwise. A title whose words did not change costs only its
+    /// sorted list of words of its length), plus one chunk of each array it
+    /// touches when a copy of this index shares it; independent of the number
+    /// of titles otherwise. A title whose words did not change costs only its
     /// normalization.
     pub fn upsert(&mut self, page_id: i64, title: &str) {
         let words = title_words(title);
-        let t = match self.slot_of.get(&page_id) {
-            Some(&t) => {
-                let old = &self.titles[t as usize].words;
+        let t = match self.slot_of.get(page_id) {
+            Some(t) => {
+                let old = self.words(t);
                 let unchanged = old.len() == words.len()
                     && old
                         .iter()
@@ -147,11 +120,13 @@ impl RankIndex {
             }
             None => {
                 let t = self.free_slots.pop().unwrap_or_else(|| {
-                    self.titles.push(Title::default());
+                    self.page_ids.push(page_id);
                     self.title_lens.push(0);
-                    self.titles.len() as u32 - 1
+                    self.words.push(&[]);
+                    self.page_ids.len() as u32 - 1
                 });
                 self.slot_of.insert(page_id, t);
+                self.page_ids.set(t as usize, page_id);
                 t
             }
         };
@@ -159,21 +134,17 @@ impl RankIndex {
             .iter()
             .map(|w| self.lexicon.add_posting(w, t))
             .collect();
-        self.title_lens[t as usize] = ids.len().min(255) as u8;
-        self.titles[t as usize] = Title {
-            page_id,
-            words: ids.into_boxed_slice(),
-        };
+        self.title_lens.set(t as usize, ids.len().min(255) as u8);
+        self.words.set(t as usize, &ids);
     }
 
     /// Removes page `page_id`; returns whether it was there. Cost: proportional
     /// to its title's words, as for [`RankIndex::upsert`].
     pub fn remove(&mut self, page_id: i64) -> bool {
-        let Some(t) = self.slot_of.remove(&page_id) else {
+        let Some(t) = self.slot_of.remove(page_id) else {
             return false;
         };
         self.clear_slot(t);
-        self.titles[t as usize] = Title::default();
         self.free_slots.push(t);
         true
     }
@@ -181,13 +152,14 @@ impl RankIndex {
     /// Takes slot `t`'s words out of the postings (and out of the lexicon, for
     /// words no other title uses).
     fn clear_slot(&mut self, t: u32) {
-        let mut ids = std::mem::take(&mut self.titles[t as usize].words).into_vec();
+        let mut ids = self.words(t).to_vec();
         ids.sort_unstable();
         ids.dedup();
         for id in ids {
             self.lexicon.remove_posting(id, t);
         }
-        self.title_lens[t as usize] = 0;
+        self.words.set(t as usize, &[]);
+        self.title_lens.set(t as usize, 0);
     }
 
     /// Number of titles (pages) in the index, including ones that can never match.
@@ -197,7 +169,14 @@ impl RankIndex {
 
     /// Whether the index holds no titles.
     pub fn is_empty(&self) -> bool {
-        self.slot_of.is_empty()
+        self.slot_of.len() == 0
+    }
+
+    /// The slot of page `page_id`, if the index holds it: a number below
+    /// [`RankIndex::slot_count`] that no other page has while this one is here
+    /// (a caller may keep data of its own by slot).
+    pub fn slot(&self, page_id: i64) -> Option<u32> {
+        self.slot_of.get(page_id)
     }
 
     /// Number of titles that count for word rarity: all of them.
@@ -207,37 +186,169 @@ impl RankIndex {
 
     /// Number of title slots (live and free): the length of any array indexed by
     /// slot.
-    pub(super) fn slot_count(&self) -> usize {
-        self.titles.len()
+    pub fn slot_count(&self) -> usize {
+        self.page_ids.len()
     }
 
-    /// Title slots that contain lexicon word `w`.
-    pub(super) fn postings(&self, w: u32) -> &[u32] {
+    /// Title slots that contain lexicon word `w`, ascending, block by block.
+    pub(super) fn postings(&self, w: u32) -> Blocks<'_> {
         self.lexicon.postings(w)
+    }
+
+    /// Number of titles that contain lexicon word `w`.
+    pub(super) fn titles_with(&self, w: u32) -> usize {
+        self.lexicon.titles_with(w)
     }
 
     /// Number of words of the title in slot `t` (saturated at 255).
     pub(super) fn title_len(&self, t: u32) -> u32 {
-        u32::from(self.title_lens[t as usize])
+        u32::from(*self.title_lens.get(t as usize))
     }
 
     /// Word ids of the title in slot `t`, in title order.
     pub(super) fn words(&self, t: u32) -> &[u32] {
-        &self.titles[t as usize].words
+        self.words.get(t as usize)
+    }
+
+    /// Page id of the title in slot `t`.
+    pub(super) fn page_id(&self, t: u32) -> i64 {
+        *self.page_ids.get(t as usize)
     }
 
     /// Approximate heap size of the index in bytes (for capacity planning;
-    /// without allocator overhead).
+    /// without allocator overhead; storage shared with other copies counted
+    /// as this copy's).
     pub fn heap_bytes(&self) -> usize {
-        let title_words: usize = self.titles.iter().map(|t| t.words.len() * 4).sum();
-        // hashbrown: one control byte per bucket plus the entries.
-        let map = self.slot_of.capacity() * (std::mem::size_of::<(i64, u32)>() + 1);
-        self.titles.capacity() * std::mem::size_of::<Title>()
-            + title_words
-            + self.title_lens.capacity()
-            + map
-            + self.free_slots.capacity() * 4
+        self.page_ids.heap_bytes()
+            + self.title_lens.heap_bytes()
+            + self.words.heap_bytes()
+            + self.slot_of.heap_bytes()
+            + self.free_slots.heap_bytes()
             + self.lexicon.heap_bytes()
+    }
+}
+
+/// Builds a [`RankIndex`] one title at a time (a corpus read row by row is
+/// indexed as it arrives); the postings and the lexicon's order are made in
+/// [`IndexBuilder::finish`]. Titles get slots in the order they are pushed.
+#[derive(Debug, Default)]
+pub struct IndexBuilder {
+    /// Words get temporary ids in order of first use, then the lexicon's.
+    temp_ids: HashMap<Box<str>, u32, foldhash::fast::RandomState>,
+    /// Every title's temporary word ids, back to back.
+    flat: Vec<u32>,
+    /// Where each title's words end in `flat`.
+    ends: Vec<u32>,
+    page_ids: Vec<i64>,
+}
+
+impl IndexBuilder {
+    /// Adds page `page_id` with its raw display title. Page ids must not repeat.
+    pub fn push(&mut self, page_id: i64, raw: &str) {
+        for w in fold(&normalize(raw)).split(' ').filter(|w| !w.is_empty()) {
+            let next = self.temp_ids.len() as u32;
+            let id = match self.temp_ids.get(w) {
+                Some(&id) => id,
+                None => {
+                    self.temp_ids.insert(w.into(), next);
+                    next
+                }
+            };
+            self.flat.push(id);
+        }
+        self.ends.push(self.flat.len() as u32);
+        self.page_ids.push(page_id);
+    }
+
+    /// The index of every title pushed.
+    pub fn finish(self) -> RankIndex {
+        let IndexBuilder {
+            temp_ids,
+            mut flat,
+            ends,
+            page_ids,
+        } = self;
+        // Lexicon ids in (length in chars, chars) order; for UTF-8 the byte order
+        // is the order of the chars.
+        let mut distinct: Vec<(usize, Box<str>, u32)> = temp_ids
+            .into_iter()
+            .map(|(w, id)| (w.chars().count(), w, id))
+            .collect();
+        distinct.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        let mut renumber = vec![0u32; distinct.len()];
+        let mut chars: Vec<char> = Vec::new();
+        let mut char_ends: Vec<usize> = Vec::with_capacity(distinct.len());
+        for (new, (_, w, old)) in distinct.iter().enumerate() {
+            renumber[*old as usize] = new as u32;
+            chars.extend(w.chars());
+            char_ends.push(chars.len());
+        }
+        drop(distinct);
+        for w in &mut flat {
+            *w = renumber[*w as usize];
+        }
+        drop(renumber);
+
+        // Postings: each title once per word, in slot order (so ascending).
+        let words = char_ends.len();
+        let mut counts = vec![0u32; words + 1];
+        let mut seen = vec![u32::MAX; words];
+        let title_range = |t: usize| {
+            let start = if t == 0 { 0 } else { ends[t - 1] as usize };
+            start..ends[t] as usize
+        };
+        for t in 0..ends.len() {
+            for &w in &flat[title_range(t)] {
+                if seen[w as usize] != t as u32 {
+                    seen[w as usize] = t as u32;
+                    counts[w as usize + 1] += 1;
+                }
+            }
+        }
+        for w in 0..words {
+            counts[w + 1] += counts[w];
+        }
+        let mut fill: Vec<u32> = counts[..words].to_vec();
+        let mut postings = vec![0u32; counts[words] as usize];
+        seen.fill(u32::MAX);
+        for t in 0..ends.len() {
+            for &w in &flat[title_range(t)] {
+                if seen[w as usize] != t as u32 {
+                    seen[w as usize] = t as u32;
+                    postings[fill[w as usize] as usize] = t as u32;
+                    fill[w as usize] += 1;
+                }
+            }
+        }
+        drop((seen, fill));
+        let word_chars = (0..words).map(|w| {
+            let start = if w == 0 { 0 } else { char_ends[w - 1] };
+            &chars[start..char_ends[w]]
+        });
+        let word_postings =
+            (0..words).map(|w| &postings[counts[w] as usize..counts[w + 1] as usize]);
+        let lexicon = Lexicon::build(word_chars, word_postings);
+        drop(postings);
+
+        let mut slot_of = IdMap::default();
+        let mut title_words = ChunkedLists::default();
+        let mut title_lens = Vec::with_capacity(ends.len());
+        for (t, &page_id) in page_ids.iter().enumerate() {
+            let before = slot_of.insert(page_id, t as u32);
+            debug_assert!(before.is_none(), "page id {page_id} pushed twice");
+            let range = title_range(t);
+            title_lens.push(range.len().min(255) as u8);
+            title_words.push(&flat[range]);
+        }
+        title_words.shrink_to_fit();
+        RankIndex {
+            page_ids: ChunkedVec::from_vec(page_ids),
+            title_lens: ChunkedVec::from_vec(title_lens),
+            words: title_words,
+            slot_of,
+            free_slots: ChunkedVec::default(),
+            lexicon,
+        }
     }
 }
 

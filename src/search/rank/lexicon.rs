@@ -2,20 +2,32 @@
 //! ready for the two ways a query reads them: a scan of every word of a range of
 //! lengths (typo matching) and a binary search by chars (exact and prefix).
 //!
-//! Words have stable ids (an index into `words`, reused after a word leaves the
-//! corpus), so that titles can store word ids and an update touches only the
-//! words of the changed title. Next to that, `buckets[l]` lists the live words
-//! of `l` chars sorted by chars, with their bag-of-chars signatures inline so
-//! that a scan reads one contiguous array per length.
+//! Words have stable ids (reused after a word leaves the corpus), so that titles
+//! can store word ids and an update touches only the words of the changed title.
+//! Next to that, `buckets[l]` lists the live words of `l` chars sorted by chars,
+//! with their bag-of-chars signatures inline, in chunks of at most
+//! [`BUCKET_CHUNK`] words, so that a scan reads contiguous arrays and a new word
+//! shifts (and, when a snapshot shares it, copies) one chunk. Every part is
+//! chunked (see [`crate::search::chunked`]): a copy of the lexicon shares its storage.
 
-/// Length of the word heads summarized in `Bucket::head_masks`: covers a
+use std::sync::Arc;
+
+use super::postings::{Blocks, Postings};
+use crate::search::chunked::{ChunkedLists, ChunkedVec};
+
+/// Length of the word heads summarized in `BucketChunk::head_masks`: covers a
 /// prefix query word of up to 6 chars with its 2-edit slack.
 pub(super) const HEAD_CHARS: usize = 8;
 
+/// Most words in one chunk of a bucket (a full chunk splits in two; tiny in
+/// unit tests, so that small corpora split chunks too).
+const BUCKET_CHUNK: usize = if cfg!(test) { 4 } else { 512 };
+
 /// A 64-bit bag-of-chars signature: bit `b(c)` is set for every char `c` of the
-/// word. An edit removes at most one distinct char of the query from view, so a
-/// word that lacks more than `k` of the query's bits is more than `k` edits away
-/// (hash collisions only ever make this filter let more through, never fewer).
+/// word. An edit removes at most one distinct char of one word from view, so a
+/// word that lacks more than `k` of the query's bits, or has more than `k` bits
+/// the query lacks, is more than `k` edits away (hash collisions only ever make
+/// this filter let more through, never fewer).
 pub(super) fn char_mask(word: &[char]) -> u64 {
     word.iter().fold(0u64, |m, &c| m | 1u64 << char_bit(c))
 }
@@ -28,20 +40,12 @@ fn char_bit(c: char) -> u32 {
     }
 }
 
-/// One word id's entry; a free id has no chars and no postings.
+/// Up to [`BUCKET_CHUNK`] words of one length `l`, sorted by chars (parallel
+/// arrays).
 #[derive(Debug, Clone, Default)]
-struct Word {
-    chars: Box<[char]>,
-    /// Title slots using the word, ascending, no repeats.
-    postings: Vec<u32>,
-}
-
-/// The live words of one length `l`, sorted by chars (parallel arrays).
-#[derive(Debug, Clone, Default)]
-pub(super) struct Bucket {
+pub(super) struct BucketChunk {
     pub ids: Vec<u32>,
-    /// The words' chars back to back, `l` per word (a copy of `Word::chars`
-    /// that a scan reads without chasing pointers).
+    /// The words' chars back to back, `l` per word.
     chars: Vec<char>,
     /// [`char_mask`] of each word.
     pub masks: Vec<u64>,
@@ -50,10 +54,22 @@ pub(super) struct Bucket {
     pub head_masks: Vec<u64>,
 }
 
-impl Bucket {
+impl BucketChunk {
     /// The chars of the `k`-th word; `l` is the bucket's word length.
     pub fn word(&self, k: usize, l: usize) -> &[char] {
         &self.chars[k * l..][..l]
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn push(&mut self, id: u32, chars: &[char]) {
+        self.chars.extend_from_slice(chars);
+        self.ids.push(id);
+        self.masks.push(char_mask(chars));
+        self.head_masks
+            .push(char_mask(&chars[..chars.len().min(HEAD_CHARS)]));
     }
 
     fn insert(&mut self, at: usize, id: u32, chars: &[char]) {
@@ -71,57 +87,170 @@ impl Bucket {
         self.masks.remove(at);
         self.head_masks.remove(at);
     }
+
+    /// Moves the second half of this chunk into a new one.
+    fn split_off(&mut self, l: usize) -> BucketChunk {
+        let at = self.len() / 2;
+        BucketChunk {
+            ids: self.ids.split_off(at),
+            chars: self.chars.split_off(at * l),
+            masks: self.masks.split_off(at),
+            head_masks: self.head_masks.split_off(at),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.ids.capacity() * 4
+            + self.chars.capacity() * 4
+            + self.masks.capacity() * 8
+            + self.head_masks.capacity() * 8
+    }
+}
+
+/// The live words of one length, sorted by chars, in chunks.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Bucket {
+    chunks: Vec<Arc<BucketChunk>>,
+    len: usize,
+}
+
+/// A word's place in a bucket: chunk and index in it.
+type At = (usize, usize);
+
+impl Bucket {
+    /// The chunks, in order.
+    pub fn chunks(&self) -> impl Iterator<Item = &BucketChunk> {
+        self.chunks.iter().map(|c| &**c)
+    }
+
+    /// Number of words.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Where the first word whose first `head.len()` chars are not below
+    /// `head` is (`l`: this bucket's length, at least `head.len()`).
+    fn lower_bound(&self, head: &[char], l: usize) -> At {
+        let n = head.len();
+        // The first chunk whose last word is not below `head`.
+        let c = self.chunks.partition_point(|chunk| {
+            let last = chunk.len() - 1;
+            &chunk.word(last, l)[..n] < head
+        });
+        if c == self.chunks.len() {
+            return (c, 0);
+        }
+        let chunk = &self.chunks[c];
+        let k = partition_point(chunk.len(), |k| &chunk.word(k, l)[..n] < head);
+        (c, k)
+    }
+
+    /// Where `word` is (`Ok`) or would go (`Err`).
+    fn position(&self, word: &[char]) -> Result<At, At> {
+        let l = word.len();
+        let (c, k) = self.lower_bound(word, l);
+        match self.chunks.get(c) {
+            Some(chunk) if chunk.word(k, l) == word => Ok((c, k)),
+            Some(_) => Err((c, k)),
+            // Past every word: at the end of the last chunk.
+            None if c > 0 => Err((c - 1, self.chunks[c - 1].len())),
+            None => Err((0, 0)),
+        }
+    }
+
+    fn insert(&mut self, (c, k): At, id: u32, chars: &[char]) {
+        if self.chunks.is_empty() {
+            self.chunks.push(Arc::new(BucketChunk::default()));
+        }
+        let chunk = Arc::make_mut(&mut self.chunks[c]);
+        chunk.insert(k, id, chars);
+        if chunk.len() > BUCKET_CHUNK {
+            let second = chunk.split_off(chars.len());
+            self.chunks.insert(c + 1, Arc::new(second));
+        }
+        self.len += 1;
+    }
+
+    fn remove(&mut self, (c, k): At, l: usize) {
+        let chunk = Arc::make_mut(&mut self.chunks[c]);
+        chunk.remove(k, l);
+        if chunk.len() == 0 {
+            self.chunks.remove(c);
+        }
+        self.len -= 1;
+    }
 }
 
 /// Distinct folded words, their postings, and the per-length sorted buckets.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Lexicon {
-    words: Vec<Word>,
+    /// Chars of each word id; a free id has none.
+    chars: ChunkedLists<char, WORD_CHUNK_BITS>,
+    postings: Postings,
     /// `buckets[l]` holds the words of `l` chars (`buckets[0]` stays empty).
     buckets: Vec<Bucket>,
     /// Ids of words that left the corpus, for reuse.
-    free: Vec<u32>,
+    free: ChunkedVec<u32, WORD_CHUNK_BITS>,
 }
 
+/// Word ids per chunk of the per-id arrays, as a power of two.
+const WORD_CHUNK_BITS: u32 = if cfg!(test) { 2 } else { 10 };
+
 impl Lexicon {
-    /// Builds the lexicon of `distinct` words (no repeats, any order), with ids
-    /// given in (length, chars) order; returns it and each word's id, in the
-    /// order given. Every word starts with no postings.
-    pub fn from_words(distinct: &[Vec<char>]) -> (Lexicon, Vec<u32>) {
-        let mut order: Vec<usize> = (0..distinct.len()).collect();
-        order.sort_unstable_by(|&a, &b| {
-            let (a, b) = (&distinct[a], &distinct[b]);
-            a.len().cmp(&b.len()).then_with(|| a.cmp(b))
-        });
-        let mut lexicon = Lexicon::default();
-        let mut ids = vec![0u32; distinct.len()];
-        for (id, &i) in order.iter().enumerate() {
-            let chars = &distinct[i];
-            ids[i] = id as u32;
-            lexicon.words.push(Word {
-                chars: chars.clone().into_boxed_slice(),
-                postings: Vec::new(),
-            });
-            let bucket = lexicon.bucket_mut(chars.len());
-            let at = bucket.ids.len();
-            bucket.insert(at, id as u32, chars);
+    /// The lexicon of `words`, which must be distinct and sorted by (length,
+    /// chars), word `i` getting id `i` and the postings `postings(i)`
+    /// (ascending title slots, at least one).
+    pub fn build<'a>(
+        words: impl ExactSizeIterator<Item = &'a [char]>,
+        postings: impl ExactSizeIterator<Item = &'a [u32]>,
+    ) -> Lexicon {
+        let mut lexicon = Lexicon {
+            postings: Postings::from_lists(postings),
+            ..Lexicon::default()
+        };
+        for (id, word) in words.enumerate() {
+            lexicon.chars.push(word);
+            let bucket = lexicon.bucket_mut(word.len());
+            let last_full = bucket.chunks.last().is_none_or(|c| c.len() >= BUCKET_CHUNK);
+            if last_full {
+                bucket.chunks.push(Arc::new(BucketChunk::default()));
+            }
+            let chunk = Arc::get_mut(bucket.chunks.last_mut().expect("a chunk"))
+                .expect("a chunk being built is not shared");
+            debug_assert!(chunk.len() == 0 || chunk.word(chunk.len() - 1, word.len()) < word);
+            chunk.push(id as u32, word);
+            bucket.len += 1;
         }
-        (lexicon, ids)
+        debug_assert_eq!(lexicon.chars.len(), lexicon.postings.len());
+        lexicon.chars.shrink_to_fit();
+        lexicon
     }
 
     /// Size of the id space (live and free ids): the length of any array
     /// indexed by word id.
     pub fn len(&self) -> usize {
-        self.words.len()
+        self.chars.len()
+    }
+
+    /// Number of live words.
+    #[cfg(test)]
+    pub fn live_words(&self) -> usize {
+        self.buckets.iter().map(Bucket::len).sum()
     }
 
     pub fn word(&self, id: u32) -> &[char] {
-        &self.words[id as usize].chars
+        self.chars.get(id as usize)
     }
 
-    /// Title slots using word `id`, ascending.
-    pub fn postings(&self, id: u32) -> &[u32] {
-        &self.words[id as usize].postings
+    /// Title slots using word `id`, ascending, block by block.
+    pub fn postings(&self, id: u32) -> Blocks<'_> {
+        self.postings.blocks(id)
+    }
+
+    /// Number of titles using word `id`.
+    pub fn titles_with(&self, id: u32) -> usize {
+        self.postings.count(id)
     }
 
     /// The buckets of words whose length (chars) lies in `lo..=hi`, with that
@@ -135,108 +264,96 @@ impl Lexicon {
     /// The id of exactly `word`, if the corpus has it.
     pub fn find(&self, word: &[char]) -> Option<u32> {
         let bucket = self.buckets.get(word.len())?;
-        position(bucket, word).ok().map(|at| bucket.ids[at])
+        let (c, k) = bucket.position(word).ok()?;
+        Some(bucket.chunks[c].ids[k])
     }
 
     /// Ids of words strictly longer than `prefix` that start with it.
     pub fn with_prefix(&self, prefix: &[char], out: &mut Vec<u32>) {
+        self.with_prefix_from(prefix, prefix.len() + 1, out);
+    }
+
+    /// Ids of words of at least `shortest` chars (more than `prefix` has)
+    /// that start with `prefix`, shortest first.
+    pub fn with_prefix_from(&self, prefix: &[char], shortest: usize, out: &mut Vec<u32>) {
         let n = prefix.len();
-        for (l, bucket) in self.buckets(n + 1, usize::MAX) {
-            let head = |k: usize| &bucket.word(k, l)[..n];
-            let first = partition_point(bucket.ids.len(), |k| head(k) < prefix);
-            let count = (first..bucket.ids.len())
-                .take_while(|&k| head(k) == prefix)
-                .count();
-            out.extend_from_slice(&bucket.ids[first..first + count]);
+        for (l, bucket) in self.buckets(shortest.max(n + 1), usize::MAX) {
+            let (first_chunk, mut k) = bucket.lower_bound(prefix, l);
+            'chunks: for chunk in bucket.chunks.iter().skip(first_chunk) {
+                while k < chunk.len() {
+                    if &chunk.word(k, l)[..n] != prefix {
+                        break 'chunks;
+                    }
+                    out.push(chunk.ids[k]);
+                    k += 1;
+                }
+                k = 0;
+            }
         }
     }
 
     /// Adds title slot `t` to the postings of `word`, adding the word when new;
-    /// returns its id. Cost: a binary search in the word's bucket and postings,
-    /// plus shifting the tail of each.
+    /// returns its id. Cost: binary searches in the word's bucket and postings,
+    /// plus shifting the rest of one chunk of each.
     pub fn add_posting(&mut self, word: &[char], t: u32) -> u32 {
         let len = word.len();
         let found = self
             .buckets
             .get(len)
-            .map_or(Err(0), |bucket| position(bucket, word));
+            .map_or(Err((0, 0)), |bucket| bucket.position(word));
         let id = match found {
-            Ok(at) => self.buckets[len].ids[at],
+            Ok((c, k)) => self.buckets[len].chunks[c].ids[k],
             Err(at) => {
-                let id = self.free.pop().unwrap_or_else(|| {
-                    self.words.push(Word::default());
-                    self.words.len() as u32 - 1
-                });
-                self.words[id as usize].chars = word.into();
+                let id = match self.free.pop() {
+                    Some(id) => id,
+                    None => {
+                        self.chars.push(&[]);
+                        self.postings.push_word();
+                        self.chars.len() as u32 - 1
+                    }
+                };
+                self.chars.set(id as usize, word);
                 self.bucket_mut(len).insert(at, id, word);
                 id
             }
         };
-        let postings = &mut self.words[id as usize].postings;
-        if let Err(at) = postings.binary_search(&t) {
-            postings.insert(at, t);
-        }
+        self.postings.insert(id, t);
         id
     }
 
     /// Removes title slot `t` from the postings of word `id`; a word left with
     /// no postings leaves the lexicon (its id is freed).
     pub fn remove_posting(&mut self, id: u32, t: u32) {
-        let entry = &mut self.words[id as usize];
-        if entry.chars.is_empty() {
+        let len = self.word(id).len();
+        if len == 0 {
             return; // a free id
         }
-        if let Ok(at) = entry.postings.binary_search(&t) {
-            entry.postings.remove(at);
-        }
-        if !entry.postings.is_empty() {
+        self.postings.remove(id, t);
+        if self.postings.count(id) > 0 {
             return;
         }
-        let len = entry.chars.len();
-        if let Ok(at) = position(&self.buckets[len], &self.words[id as usize].chars) {
-            self.buckets[len].remove(at, len);
+        let bucket = &mut self.buckets[len];
+        if let Ok(at) = bucket.position(self.chars.get(id as usize)) {
+            bucket.remove(at, len);
         }
-        self.words[id as usize] = Word::default();
+        self.chars.set(id as usize, &[]);
         self.free.push(id);
-    }
-
-    /// Appends title slot `t` to the postings of word `id` (bulk build: slots
-    /// arrive in ascending order).
-    pub fn push_posting(&mut self, id: u32, t: u32) {
-        let postings = &mut self.words[id as usize].postings;
-        debug_assert!(postings.last().is_none_or(|&last| last < t));
-        postings.push(t);
-    }
-
-    /// Releases growth slack (after a bulk build).
-    pub fn shrink_to_fit(&mut self) {
-        for w in &mut self.words {
-            w.postings.shrink_to_fit();
-        }
     }
 
     /// Approximate heap size in bytes (without allocator overhead).
     pub fn heap_bytes(&self) -> usize {
-        let words: usize = self
-            .words
-            .iter()
-            .map(|w| w.chars.len() * 4 + w.postings.capacity() * 4)
-            .sum();
         let buckets: usize = self
             .buckets
             .iter()
             .map(|b| {
-                b.ids.capacity() * 4
-                    + b.chars.capacity() * 4
-                    + b.masks.capacity() * 8
-                    + b.head_masks.capacity() * 8
+                b.chunks.capacity() * 8 + b.chunks().map(BucketChunk::heap_bytes).sum::<usize>()
             })
             .sum();
-        self.words.capacity() * std::mem::size_of::<Word>()
-            + words
+        self.chars.heap_bytes()
+            + self.postings.heap_bytes()
             + self.buckets.capacity() * std::mem::size_of::<Bucket>()
             + buckets
-            + self.free.capacity() * 4
+            + self.free.heap_bytes()
     }
 
     fn bucket_mut(&mut self, len: usize) -> &mut Bucket {
@@ -244,17 +361,6 @@ impl Lexicon {
             self.buckets.resize_with(len + 1, Bucket::default);
         }
         &mut self.buckets[len]
-    }
-}
-
-/// Where `word` is (`Ok`) or would go (`Err`) in the bucket of its length.
-fn position(bucket: &Bucket, word: &[char]) -> Result<usize, usize> {
-    let l = word.len();
-    let at = partition_point(bucket.ids.len(), |k| bucket.word(k, l) < word);
-    if at < bucket.ids.len() && bucket.word(at, l) == word {
-        Ok(at)
-    } else {
-        Err(at)
     }
 }
 
@@ -271,4 +377,64 @@ fn partition_point(n: usize, before: impl Fn(usize) -> bool) -> usize {
         }
     }
     lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chars(s: &str) -> Vec<char> {
+        s.chars().collect()
+    }
+
+    #[test]
+    fn words_added_one_by_one_stay_sorted_across_chunk_splits() {
+        let mut lexicon = Lexicon::default();
+        // 3,000 distinct four-letter words in a scrambled order.
+        let words: Vec<Vec<char>> = (0..3000u32)
+            .map(|i| {
+                let n = (i * 7919) % 3000;
+                chars(&format!(
+                    "{}{}{}{}",
+                    (b'a' + (n / 676 % 26) as u8) as char,
+                    (b'a' + (n / 26 % 26) as u8) as char,
+                    (b'a' + (n % 26) as u8) as char,
+                    (b'a' + (n / 17576) as u8) as char
+                ))
+            })
+            .collect();
+        let copy = lexicon.clone();
+        for (t, w) in words.iter().enumerate() {
+            lexicon.add_posting(w, t as u32);
+        }
+        let bucket = &lexicon.buckets[4];
+        assert!(bucket.chunks.len() > 3);
+        let listed: Vec<&[char]> = bucket
+            .chunks()
+            .flat_map(|c| (0..c.len()).map(move |k| c.word(k, 4)))
+            .collect();
+        assert!(listed.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(listed.len(), 3000);
+        for (t, w) in words.iter().enumerate() {
+            let id = lexicon.find(w).expect("added");
+            assert_eq!(lexicon.word(id), &w[..]);
+            assert_eq!(
+                lexicon.postings(id).flatten().copied().collect::<Vec<_>>(),
+                [t as u32]
+            );
+        }
+        let mut heads = Vec::new();
+        lexicon.with_prefix(&chars("ab"), &mut heads);
+        assert_eq!(
+            heads.len(),
+            words.iter().filter(|w| w[..2] == ['a', 'b']).count()
+        );
+        for (t, w) in words.iter().enumerate() {
+            let id = lexicon.find(w).expect("added");
+            lexicon.remove_posting(id, t as u32);
+            assert!(lexicon.find(w).is_none());
+        }
+        assert_eq!(lexicon.live_words(), 0);
+        assert_eq!(copy.live_words(), 0);
+    }
 }

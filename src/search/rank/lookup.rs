@@ -114,7 +114,26 @@ pub(super) fn lookup(lexicon: &Lexicon, query: &QueryWord, out: &mut Vec<WordHit
     let prefix_budget = prefix_typo_budget(len);
     let q_mask = char_mask(q);
     let lacks_at_most = |mask: u64, k: usize| at_most_bits(q_mask & !mask, k);
-    let longest = if prefix { usize::MAX } else { len + budget };
+    // ... and each edit brings at most one char the query lacks into the word.
+    let adds_at_most = |mask: u64, k: usize| at_most_bits(mask & !q_mask, k);
+    let shortest_head = len.saturating_sub(prefix_budget).max(1);
+    // A head must be typed exactly up to 4 chars: words longer than the whole
+    // rule reaches are found by binary search, not compared one by one.
+    let exact_heads = prefix && prefix_budget == 0;
+    let longest = if prefix && !exact_heads {
+        usize::MAX
+    } else {
+        len + budget
+    };
+    if exact_heads {
+        let mut ids = Vec::new();
+        lexicon.with_prefix_from(q, len + budget + 1, &mut ids);
+        out.extend(ids.into_iter().map(|word| WordHit {
+            word,
+            quality: prefix_quality(0, len, lexicon.word(word).len()),
+            edits: 0,
+        }));
+    }
     for (word_len, bucket) in lexicon.buckets(len - budget, longest) {
         let whole = word_len <= len + budget;
         let as_prefix = prefix && word_len > len;
@@ -123,48 +142,60 @@ pub(super) fn lookup(lexicon: &Lexicon, query: &QueryWord, out: &mut Vec<WordHit
         } else {
             0
         };
-        for (k, &id) in bucket.ids.iter().enumerate() {
-            let mut best: Option<(f32, usize)> = None;
-            if whole && lacks_at_most(bucket.masks[k], budget) {
-                let word = bucket.word(k, word_len);
-                if let Some(d) = comparator.distance_with_args(word.iter().copied(), &args) {
-                    best = Some((full_quality(d, len), d));
-                }
-            }
-            if as_prefix {
-                // The signature of the longest head tried must lack at most
-                // `prefix_budget` of the query's chars; the precomputed head
-                // signature is tried first.
-                let plausible = prefix_budget == 0
-                    || if head_max <= HEAD_CHARS {
-                        lacks_at_most(bucket.head_masks[k], prefix_budget)
-                            && (head_max == HEAD_CHARS.min(word_len)
-                                || lacks_at_most(
-                                    char_mask(&bucket.word(k, word_len)[..head_max]),
-                                    prefix_budget,
-                                ))
-                    } else {
-                        lacks_at_most(
-                            char_mask(&bucket.word(k, word_len)[..head_max]),
-                            prefix_budget,
-                        )
-                    };
-                let edits = plausible
-                    .then(|| prefix_match(&comparator, q, bucket.word(k, word_len)))
-                    .flatten();
-                if let Some((d, _)) = edits {
-                    let p = prefix_quality(d, len, word_len);
-                    if best.is_none_or(|(b, _)| p > b) {
-                        best = Some((p, d));
+        for chunk in bucket.chunks() {
+            for (k, &id) in chunk.ids.iter().enumerate() {
+                let mut best: Option<(f32, usize)> = None;
+                if whole
+                    && lacks_at_most(chunk.masks[k], budget)
+                    && adds_at_most(chunk.masks[k], budget)
+                {
+                    let word = chunk.word(k, word_len);
+                    if let Some(d) = comparator.distance_with_args(word.iter().copied(), &args) {
+                        best = Some((full_quality(d, len), d));
                     }
                 }
-            }
-            if let Some((quality, edits)) = best {
-                out.push(WordHit {
-                    word: id,
-                    quality,
-                    edits: edits as u8,
-                });
+                if as_prefix {
+                    // The signature of the longest head tried must lack at most
+                    // `prefix_budget` of the query's chars; the precomputed head
+                    // signature is tried first.
+                    let plausible = prefix_budget == 0
+                        || if head_max <= HEAD_CHARS {
+                            lacks_at_most(chunk.head_masks[k], prefix_budget)
+                                && (head_max == HEAD_CHARS.min(word_len)
+                                    || lacks_at_most(
+                                        char_mask(&chunk.word(k, word_len)[..head_max]),
+                                        prefix_budget,
+                                    ))
+                        } else {
+                            lacks_at_most(
+                                char_mask(&chunk.word(k, word_len)[..head_max]),
+                                prefix_budget,
+                            )
+                        };
+                    // Every head tried holds the shortest one's chars.
+                    let plausible = plausible
+                        && (prefix_budget == 0
+                            || adds_at_most(
+                                char_mask(&chunk.word(k, word_len)[..shortest_head]),
+                                prefix_budget,
+                            ));
+                    let edits = plausible
+                        .then(|| prefix_match(&comparator, q, chunk.word(k, word_len)))
+                        .flatten();
+                    if let Some((d, _)) = edits {
+                        let p = prefix_quality(d, len, word_len);
+                        if best.is_none_or(|(b, _)| p > b) {
+                            best = Some((p, d));
+                        }
+                    }
+                }
+                if let Some((quality, edits)) = best {
+                    out.push(WordHit {
+                        word: id,
+                        quality,
+                        edits: edits as u8,
+                    });
+                }
             }
         }
     }
@@ -235,4 +266,117 @@ fn prefix_edits(
         }
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::rank::RankIndex;
+    use std::io::Read;
+
+    /// [`lookup`]'s hits by comparing the query with every word of the
+    /// lexicon, no filter: the reference.
+    fn every_word(index: &RankIndex, query: &QueryWord) -> Vec<(u32, u32, u8)> {
+        let q = &query.chars[..];
+        let len = q.len();
+        let budget = typo_budget(len);
+        let prefix = query.prefix && len >= MIN_PREFIX_LEN;
+        let comparator = osa::BatchComparator::new(q.iter().copied());
+        let mut hits = Vec::new();
+        for id in 0..index.lexicon.len() as u32 {
+            let word = index.lexicon.word(id);
+            if word.is_empty() {
+                continue;
+            }
+            let mut best: Option<(f32, usize)> = None;
+            if word.len().abs_diff(len) <= budget {
+                let d = osa::distance(q.iter().copied(), word.iter().copied());
+                if d <= budget {
+                    best = Some((full_quality(d, len), d));
+                }
+            }
+            if prefix && word.len() > len {
+                if let Some((d, _)) = prefix_match(&comparator, q, word) {
+                    let p = prefix_quality(d, len, word.len());
+                    if best.is_none_or(|(b, _)| p > b) {
+                        best = Some((p, d));
+                    }
+                }
+            }
+            if let Some((quality, edits)) = best {
+                hits.push((id, quality.to_bits(), edits as u8));
+            }
+        }
+        hits
+    }
+
+    /// Typos of `word`: a char dropped, doubled and replaced, two swapped.
+    fn typos(word: &[char], seed: usize) -> Vec<Vec<char>> {
+        let n = word.len();
+        let k = seed % n;
+        let mut out = vec![word.to_vec()];
+        let mut w = word.to_vec();
+        w.remove(k);
+        out.push(w);
+        let mut w = word.to_vec();
+        w.insert(k, word[k]);
+        out.push(w);
+        let mut w = word.to_vec();
+        w[k] = ['e', 'x', 'q', 'é'][seed % 4];
+        out.push(w);
+        if k + 1 < n {
+            let mut w = word.to_vec();
+            w.swap(k, k + 1);
+            out.push(w);
+        }
+        out.retain(|w| !w.is_empty());
+        out
+    }
+
+    #[test]
+    fn the_filters_let_every_match_through() {
+        // Real titles: the first 8,000 of the bundled demo corpus (Debian).
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(crate::import::DEMO_CORPUS_GZ)
+            .read_to_string(&mut text)
+            .unwrap();
+        let titles: Vec<String> = text
+            .lines()
+            .take(8_000)
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| Some(v.get("title")?.as_str()?.to_owned()))
+            .collect();
+        let index = RankIndex::build(
+            titles
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i as i64, t.as_str())),
+        );
+        let mut queries = 0;
+        for (n, title) in titles.iter().enumerate().step_by(211) {
+            let folded = super::super::fold::fold(&crate::search::normalize::normalize(title));
+            for word in folded.split(' ').filter(|w| w.chars().count() >= 3) {
+                let chars: Vec<char> = word.chars().collect();
+                for typo in typos(&chars, n) {
+                    for prefix in [false, true] {
+                        let query = QueryWord {
+                            chars: typo.clone(),
+                            prefix,
+                        };
+                        let mut got = Vec::new();
+                        lookup(&index.lexicon, &query, &mut got);
+                        let mut got: Vec<(u32, u32, u8)> = got
+                            .iter()
+                            .map(|h| (h.word, h.quality.to_bits(), h.edits))
+                            .collect();
+                        got.sort_unstable();
+                        let word: String = typo.iter().collect();
+                        assert_eq!(got, every_word(&index, &query), "{word:?} prefix {prefix}");
+                        queries += 1;
+                    }
+                }
+            }
+        }
+        assert!(queries > 500, "{queries}");
+    }
 }

@@ -1,0 +1,326 @@
+//! Each word's postings: the title slots using it, ascending, no repeats.
+//!
+//! Laid out like the [`chunked`](crate::search::chunked) arrays, so that a copy of the
+//! index shares them and a page change copies little: words come in chunks of
+//! [`WORDS_PER_CHUNK`], whose short lists (most words are in a few titles) are
+//! stored back to back in one array. A list longer than [`BIG`] moves out into
+//! blocks of its own, each behind an `Arc`, so that adding a title to a common
+//! word (`for` is in 460,000 of a million titles) copies one block of at most
+//! `2 × BLOCK` slots, never the whole list.
+
+use std::sync::Arc;
+
+// Unit tests run with tiny chunks and blocks, so that small corpora split and
+// merge them as a large one does.
+const WORD_BITS: u32 = if cfg!(test) { 2 } else { 8 };
+/// Words per chunk.
+pub(super) const WORDS_PER_CHUNK: usize = 1 << WORD_BITS;
+/// Longest list kept in its chunk's shared array.
+const BIG: usize = if cfg!(test) { 6 } else { 512 };
+/// Slots a block of a long list holds after a split (a block splits at twice this).
+const BLOCK: usize = if cfg!(test) { 4 } else { 1024 };
+
+/// A long list: non-empty ascending blocks, each ascending.
+#[derive(Debug, Clone, Default)]
+struct BlockList {
+    len: u32,
+    blocks: Vec<Arc<[u32]>>,
+}
+
+impl BlockList {
+    fn from_slice(slots: &[u32]) -> Self {
+        Self {
+            len: slots.len() as u32,
+            blocks: slots.chunks(BLOCK).map(Arc::from).collect(),
+        }
+    }
+
+    /// The block that holds `t`, or where it would go.
+    fn block_of(&self, t: u32) -> usize {
+        self.blocks
+            .partition_point(|b| *b.last().expect("blocks are not empty") < t)
+            .min(self.blocks.len().saturating_sub(1))
+    }
+
+    fn insert(&mut self, t: u32) {
+        let b = self.block_of(t);
+        let block = &self.blocks[b];
+        let Err(at) = block.binary_search(&t) else {
+            return;
+        };
+        let mut grown = Vec::with_capacity(block.len() + 1);
+        grown.extend_from_slice(&block[..at]);
+        grown.push(t);
+        grown.extend_from_slice(&block[at..]);
+        if grown.len() > 2 * BLOCK {
+            let (a, b2) = grown.split_at(grown.len() / 2);
+            self.blocks.splice(b..=b, [Arc::from(a), Arc::from(b2)]);
+        } else {
+            self.blocks[b] = Arc::from(grown);
+        }
+        self.len += 1;
+    }
+
+    fn remove(&mut self, t: u32) {
+        let b = self.block_of(t);
+        let block = &self.blocks[b];
+        let Ok(at) = block.binary_search(&t) else {
+            return;
+        };
+        if block.len() == 1 {
+            self.blocks.remove(b);
+        } else {
+            let mut left = Vec::with_capacity(block.len() - 1);
+            left.extend_from_slice(&block[..at]);
+            left.extend_from_slice(&block[at + 1..]);
+            self.blocks[b] = Arc::from(left);
+        }
+        self.len -= 1;
+    }
+}
+
+/// The postings of `WORDS_PER_CHUNK` consecutive word ids.
+#[derive(Debug, Clone)]
+struct Chunk {
+    /// Word `k`'s short list is `items[starts[k]..starts[k + 1]]` (empty when
+    /// its list is long).
+    starts: Vec<u32>,
+    items: Vec<u32>,
+    /// Long lists, by word `k`, sorted by `k`.
+    big: Vec<(u16, BlockList)>,
+}
+
+impl Default for Chunk {
+    fn default() -> Self {
+        Self {
+            starts: vec![0],
+            items: Vec::new(),
+            big: Vec::new(),
+        }
+    }
+}
+
+impl Chunk {
+    fn big_at(&self, k: usize) -> Result<usize, usize> {
+        self.big.binary_search_by_key(&(k as u16), |(j, _)| *j)
+    }
+
+    fn small(&self, k: usize) -> &[u32] {
+        &self.items[self.starts[k] as usize..self.starts[k + 1] as usize]
+    }
+
+    /// Replaces word `k`'s short list by `list`.
+    fn set_small(&mut self, k: usize, list: &[u32]) {
+        let (start, end) = (self.starts[k] as usize, self.starts[k + 1] as usize);
+        self.items.splice(start..end, list.iter().copied());
+        let grown = list.len() as i64 - (end - start) as i64;
+        if grown != 0 {
+            for s in &mut self.starts[k + 1..] {
+                *s = (i64::from(*s) + grown) as u32;
+            }
+        }
+    }
+}
+
+/// Word id → ascending title slots (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Postings {
+    chunks: Vec<Arc<Chunk>>,
+    /// Number of word ids (the id space).
+    len: usize,
+}
+
+/// The blocks of one word's postings, in order.
+pub(super) enum Blocks<'a> {
+    Small(Option<&'a [u32]>),
+    Big(std::slice::Iter<'a, Arc<[u32]>>),
+}
+
+impl<'a> Iterator for Blocks<'a> {
+    type Item = &'a [u32];
+
+    fn next(&mut self) -> Option<&'a [u32]> {
+        match self {
+            Blocks::Small(s) => s.take(),
+            Blocks::Big(blocks) => blocks.next().map(|b| &b[..]),
+        }
+    }
+}
+
+impl Postings {
+    /// The postings of `lists.len()` word ids, list `w` being word `w`'s
+    /// (ascending, no repeats).
+    pub fn from_lists<'a>(lists: impl ExactSizeIterator<Item = &'a [u32]>) -> Self {
+        let mut postings = Postings::default();
+        for list in lists {
+            postings.push_word();
+            let w = postings.len - 1;
+            let chunk = Arc::get_mut(postings.chunks.last_mut().expect("a chunk"))
+                .expect("a chunk being built is not shared");
+            let k = w & (WORDS_PER_CHUNK - 1);
+            if list.len() > BIG {
+                chunk.big.push((k as u16, BlockList::from_slice(list)));
+            } else {
+                chunk.items.extend_from_slice(list);
+                *chunk.starts.last_mut().expect("a start") = chunk.items.len() as u32;
+            }
+        }
+        for chunk in &mut postings.chunks {
+            if let Some(chunk) = Arc::get_mut(chunk) {
+                chunk.items.shrink_to_fit();
+            }
+        }
+        postings
+    }
+
+    /// Number of word ids.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Adds word id `len()`, with no postings.
+    pub fn push_word(&mut self) {
+        if self.len & (WORDS_PER_CHUNK - 1) == 0 {
+            self.chunks.push(Arc::new(Chunk::default()));
+        }
+        let chunk = Arc::make_mut(self.chunks.last_mut().expect("a chunk"));
+        chunk.starts.push(chunk.items.len() as u32);
+        self.len += 1;
+    }
+
+    fn chunk(&self, w: u32) -> (&Chunk, usize) {
+        let w = w as usize;
+        (&self.chunks[w >> WORD_BITS], w & (WORDS_PER_CHUNK - 1))
+    }
+
+    /// Word `w`'s postings, block by block.
+    pub fn blocks(&self, w: u32) -> Blocks<'_> {
+        let (chunk, k) = self.chunk(w);
+        match chunk.big_at(k) {
+            Ok(b) => Blocks::Big(chunk.big[b].1.blocks.iter()),
+            Err(_) => Blocks::Small(Some(chunk.small(k))),
+        }
+    }
+
+    /// Number of titles using word `w`.
+    pub fn count(&self, w: u32) -> usize {
+        let (chunk, k) = self.chunk(w);
+        match chunk.big_at(k) {
+            Ok(b) => chunk.big[b].1.len as usize,
+            Err(_) => chunk.small(k).len(),
+        }
+    }
+
+    /// Adds slot `t` to word `w`'s postings (nothing when it is there).
+    pub fn insert(&mut self, w: u32, t: u32) {
+        let w = w as usize;
+        let chunk = Arc::make_mut(&mut self.chunks[w >> WORD_BITS]);
+        let k = w & (WORDS_PER_CHUNK - 1);
+        match chunk.big_at(k) {
+            Ok(b) => chunk.big[b].1.insert(t),
+            Err(b) => {
+                let list = chunk.small(k);
+                let Err(at) = list.binary_search(&t) else {
+                    return;
+                };
+                let mut grown = Vec::with_capacity(list.len() + 1);
+                grown.extend_from_slice(&list[..at]);
+                grown.push(t);
+                grown.extend_from_slice(&list[at..]);
+                if grown.len() > BIG {
+                    chunk.set_small(k, &[]);
+                    chunk
+                        .big
+                        .insert(b, (k as u16, BlockList::from_slice(&grown)));
+                } else {
+                    chunk.set_small(k, &grown);
+                }
+            }
+        }
+    }
+
+    /// Takes slot `t` out of word `w`'s postings (nothing when it is not there).
+    pub fn remove(&mut self, w: u32, t: u32) {
+        let w = w as usize;
+        let chunk = Arc::make_mut(&mut self.chunks[w >> WORD_BITS]);
+        let k = w & (WORDS_PER_CHUNK - 1);
+        match chunk.big_at(k) {
+            Ok(b) => {
+                let list = &mut chunk.big[b].1;
+                list.remove(t);
+                if list.len == 0 {
+                    chunk.big.remove(b);
+                }
+            }
+            Err(_) => {
+                let list = chunk.small(k);
+                if let Ok(at) = list.binary_search(&t) {
+                    let mut left = list.to_vec();
+                    left.remove(at);
+                    chunk.set_small(k, &left);
+                }
+            }
+        }
+    }
+
+    /// Approximate heap bytes (shared blocks counted in every copy).
+    pub fn heap_bytes(&self) -> usize {
+        self.chunks.capacity() * std::mem::size_of::<usize>()
+            + self
+                .chunks
+                .iter()
+                .map(|c| {
+                    c.starts.capacity() * 4
+                        + c.items.capacity() * 4
+                        + c.big
+                            .iter()
+                            .map(|(_, l)| l.blocks.len() * 32 + l.len as usize * 4)
+                            .sum::<usize>()
+                        + 64
+                })
+                .sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(p: &Postings, w: u32) -> Vec<u32> {
+        p.blocks(w).flatten().copied().collect()
+    }
+
+    #[test]
+    fn lists_grow_into_blocks_and_shrink_back_to_nothing() {
+        let mut p = Postings::from_lists([&[1u32, 5][..], &[][..]].into_iter());
+        let copy = p.clone();
+        let mut want: Vec<u32> = vec![1, 5];
+        // Distinct slots in a scrambled order, enough to split blocks several times.
+        for i in 0..5000u32 {
+            let x = i * 7919 % 100_000;
+            p.insert(0, x);
+            if let Err(at) = want.binary_search(&x) {
+                want.insert(at, x);
+            }
+        }
+        assert_eq!(list(&p, 0), want);
+        assert_eq!(p.count(0), want.len());
+        assert!(p.blocks(0).count() > 2);
+        assert!(p.blocks(0).all(|b| !b.is_empty() && b.len() <= 2 * BLOCK));
+        for t in want.clone().into_iter().step_by(2) {
+            p.remove(0, t);
+        }
+        let left: Vec<u32> = want.iter().copied().skip(1).step_by(2).collect();
+        assert_eq!(list(&p, 0), left);
+        for t in left {
+            p.remove(0, t);
+        }
+        assert_eq!(p.count(0), 0);
+        assert!(list(&p, 0).is_empty());
+        assert_eq!(list(&copy, 0), [1, 5]);
+        p.insert(1, 3);
+        p.insert(1, 3);
+        assert_eq!(list(&p, 1), [3]);
+        assert!(list(&copy, 1).is_empty());
+    }
+}
