@@ -327,7 +327,6 @@ impl Corpus {
                 })
                 .await
                 .map_err(|e| PageStoreError::Failed(format!("building the snapshot: {e}")))?;
-                self.epoch.store(epoch, Ordering::Release);
                 tracing::info!(
                     generation = snapshot.generation,
                     candidates = snapshot.len(),
@@ -339,6 +338,9 @@ impl Corpus {
             }
         };
         *self.current.write().expect("snapshot lock poisoned") = snapshot.clone();
+        // After the snapshot, never before: a search that finds this history must
+        // find the snapshot built from it, not the old one of another history.
+        self.epoch.store(epoch, Ordering::Release);
         Ok(snapshot)
     }
 
