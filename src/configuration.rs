@@ -13,7 +13,7 @@ use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
 use crate::client_ip::TrustedProxies;
 use crate::clock::{Clock, SystemClock};
-use crate::mcp::transport::AllowedOrigins;
+use crate::mcp::origins::AllowedOrigins;
 use crate::pg::PgSettings;
 use crate::request_limits::RequestLimits;
 
@@ -419,7 +419,7 @@ impl Settings {
             trusted_proxies,
             requests,
             mcp_allowed_origins: args.mcp_allowed_origins.parse().map_err(
-                |e: crate::mcp::transport::InvalidOrigin| ConfigError {
+                |e: crate::mcp::origins::InvalidOrigin| ConfigError {
                     variable: "AGENT_PAGES_MCP_ALLOWED_ORIGINS",
                     value: args.mcp_allowed_origins.clone(),
                     reason: e.to_string(),

@@ -324,7 +324,7 @@ impl Application {
 enum BudgetHome {
     /// The budget file of its own (`Settings::budget_database`).
     Sqlite,
-    Postgres(Pg, bool, crate::page_store::postgres::Epoch),
+    Postgres(Pg, bool, crate::pg::Epoch),
 }
 
 /// How long start-up waits for PostgreSQL to answer (it may start after us, as

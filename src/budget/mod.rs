@@ -213,6 +213,16 @@ pub struct Decided {
     pub window_left: Option<std::time::Duration>,
 }
 
+/// Whose clock a store counts its windows with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreClock {
+    /// The `now` (unix seconds) each call passes: SQLite, where the process's clock
+    /// is the store's; Redis in tests that pass a manual clock.
+    Caller,
+    /// The store's own (Redis `TIME`): the caller's `now` is not used.
+    Own,
+}
+
 impl Decided {
     /// A decision made with whole seconds `now` of the store's clock: a refusal's
     /// window has exactly `retry_after` seconds left.

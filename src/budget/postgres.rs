@@ -11,7 +11,7 @@
 //! reads the corpus generation, so a search learns whether its snapshot is current
 //! without a second round trip.
 //!
-//! Its connections are its own (a pool of [`CONNECTIONS`], shared with the page
+//! Its connections are its own (a pool of [`CONTROL_CONNECTIONS`], shared with the page
 //! store's generation reads), so a budget write never waits for a page write.
 //! A call is one statement (one round trip, its own transaction), committed with
 //! `synchronous_commit = off`: PostgreSQL answers before the WAL is flushed; a crash
@@ -25,13 +25,8 @@ use tokio::sync::{mpsc, oneshot};
 use std::time::Duration;
 
 use super::error::StoreError;
-use super::store::StoreClock;
-use super::{BucketKeys, Budget, Decided, WindowCount};
-use crate::page_store::postgres::Epoch;
-use crate::pg::{CallError, Pg, PgError};
-
-/// Connections of the budget and generation pool.
-pub const CONNECTIONS: usize = 2;
+use super::{BucketKeys, Budget, Decided, StoreClock, WindowCount};
+use crate::pg::{CallError, Epoch, Pg, PgError};
 
 /// Most requests decided in one call.
 pub const MAX_BATCH: usize = 512;
@@ -84,7 +79,7 @@ pub struct PgCounters {
 }
 
 impl PgCounters {
-    /// Counters behind `pg` (a pool of its own, see [`CONNECTIONS`]); windows
+    /// Counters behind `pg` (a pool of its own, see [`CONTROL_CONNECTIONS`]); windows
     /// follow the database server's clock when `server_clock`, else the `now`
     /// each caller passes (tests with a manual clock). Every call notes in `epoch`
     /// which server answered it (the page store's history, [`Epoch`]). Starts the

@@ -52,8 +52,7 @@ use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ::redis::{ErrorKind, RedisError, Script};
 
 use super::error::StoreError;
-use super::store::StoreClock;
-use super::{BucketKeys, Budget, Decided, WindowCount};
+use super::{BucketKeys, Budget, Decided, StoreClock, WindowCount};
 
 /// How long one Redis call may take before the request is answered without it.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_millis(50);

@@ -49,17 +49,7 @@ use super::postgres::PgCounters;
 pub use super::rate_limiter::CountMode;
 use super::rate_limiter::{self, RateLimiter};
 use super::redis::RedisCounters;
-use super::{BucketKeys, Budget, Decided, Decision, FixedWindow, WindowCount};
-
-/// Whose clock a store counts its windows with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreClock {
-    /// The `now` (unix seconds) each call passes: SQLite, where the process's clock
-    /// is the store's; Redis in tests that pass a manual clock.
-    Caller,
-    /// The store's own (Redis `TIME`): the caller's `now` is not used.
-    Own,
-}
+use super::{BucketKeys, Budget, Decided, Decision, FixedWindow, StoreClock, WindowCount};
 
 /// A cheap, cloneable handle on the budget counters.
 #[derive(Clone)]

@@ -21,64 +21,13 @@ use http_body_util::{BodyExt as _, BodyStream, Full};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
+use super::origins::AllowedOrigins;
 use super::PagesMcp;
 use crate::routes::api::body::{self, BODY_LIMIT};
 use crate::routes::api::error::ApiError;
 use crate::routes::api::Caller;
 use crate::routes::problem::Problem;
 use crate::state::AppState;
-
-/// Browser origins `/mcp` accepts beside the service's own
-/// (`AGENT_PAGES_MCP_ALLOWED_ORIGINS`, comma-separated `scheme://host[:port]`, or
-/// `*` for any). A request without `Origin` (agents, command-line clients) is
-/// always accepted; one with an `Origin` that is neither the service's own public
-/// origin nor listed is refused with 403 `/problems/origin-not-allowed`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AllowedOrigins {
-    any: bool,
-    listed: Vec<String>,
-}
-
-/// A `AGENT_PAGES_MCP_ALLOWED_ORIGINS` entry that is not an origin.
-#[derive(Debug, thiserror::Error)]
-#[error("`{0}` is not an origin: write scheme://host or scheme://host:port (or *)")]
-pub struct InvalidOrigin(String);
-
-impl std::str::FromStr for AllowedOrigins {
-    type Err = InvalidOrigin;
-
-    /// Comma-separated origins (`https://app.example`, `http://localhost:3000`) or
-    /// `*`; empty is none. Compared case-insensitively, without a trailing `/`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let mut allowed = AllowedOrigins::default();
-        for entry in s.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            if entry == "*" {
-                allowed.any = true;
-                continue;
-            }
-            let origin = entry.trim_end_matches('/').to_ascii_lowercase();
-            let valid = ["http://", "https://"].iter().any(|scheme| {
-                origin
-                    .strip_prefix(scheme)
-                    .is_some_and(|host| !host.is_empty() && !host.contains(['/', '@', '?', '#']))
-            });
-            if !valid {
-                return Err(InvalidOrigin(entry.to_owned()));
-            }
-            allowed.listed.push(origin);
-        }
-        Ok(allowed)
-    }
-}
-
-impl AllowedOrigins {
-    /// Whether a request from `origin` (its `Origin` header) is served, when the
-    /// service's own public origin is `own` (`scheme://host`).
-    pub fn allows(&self, origin: &str, own: &str) -> bool {
-        let origin = origin.trim().to_ascii_lowercase();
-        self.any || origin == own || self.listed.contains(&origin)
-    }
-}
 
 /// The SDK's service as `/mcp` runs it.
 pub type Service = StreamableHttpService<PagesMcp, NeverSessionManager>;
@@ -184,27 +133,4 @@ pub async fn mcp(
             .map(Ok::<_, std::convert::Infallible>)
     });
     Ok(response.streaming(frames))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn origins_parse_and_match() {
-        let allowed: AllowedOrigins = "https://App.example/, http://localhost:3000"
-            .parse()
-            .unwrap();
-        assert!(allowed.allows("https://app.example", "http://pages.example"));
-        assert!(allowed.allows("http://localhost:3000", "http://pages.example"));
-        assert!(!allowed.allows("http://localhost:3001", "http://pages.example"));
-        assert!(allowed.allows("http://pages.example", "http://pages.example"));
-        assert!(!allowed.allows("null", "http://pages.example"));
-        let none = AllowedOrigins::default();
-        assert!(!none.allows("https://evil.example", "http://pages.example"));
-        assert!("*".parse::<AllowedOrigins>().unwrap().allows("null", "x"));
-        for bad in ["app.example", "ftp://a", "https://a/path", "https://"] {
-            assert!(bad.parse::<AllowedOrigins>().is_err(), "{bad}");
-        }
-    }
 }

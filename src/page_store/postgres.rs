@@ -25,7 +25,7 @@ use super::{
     PageBackend, PageState, PageStoreError, PinRecord, StateChange, StoreFuture,
 };
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
-use crate::pg::{CallError, Pg, PgError, PgSettings};
+use crate::pg::{CallError, Epoch, Pg, PgError, PgSettings};
 
 const CANDIDATE: &str = "lifecycle = 'active' AND claimed_at IS NULL";
 
@@ -64,25 +64,6 @@ pub struct PostgresPages {
     epoch: Epoch,
 }
 
-/// The start time (µs) of the server that answered the last generation read, shared
-/// with the budget calls that read the generation too: a server restored from a
-/// backup or promoted after a failover started at another time, and its generations
-/// may not be the ones this process followed.
-#[derive(Clone, Default)]
-pub struct Epoch(std::sync::Arc<std::sync::atomic::AtomicU64>);
-
-impl Epoch {
-    /// Notes the start time of the server that answered a generation read.
-    pub fn saw(&self, started_us: i64) {
-        self.0
-            .store(started_us as u64, std::sync::atomic::Ordering::Release);
-    }
-
-    pub fn get(&self) -> u64 {
-        self.0.load(std::sync::atomic::Ordering::Acquire)
-    }
-}
-
 impl PostgresPages {
     /// The pages behind `pg`, whose migrations must have run
     /// ([`crate::pg::migrations`]); `control` is the small pool of the generation
@@ -110,7 +91,7 @@ impl PostgresPages {
     pub async fn open(settings: &PgSettings) -> Result<Self, PgError> {
         let pg = Pg::connect_lazily(settings)?;
         let mut control = settings.clone();
-        control.pool_size = crate::budget::postgres::CONNECTIONS;
+        control.pool_size = crate::pg::CONTROL_CONNECTIONS;
         let control = Pg::connect_lazily(&control)?;
         crate::pg::migrations::run(&pg).await?;
         Ok(Self::new(pg, control))

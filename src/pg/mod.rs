@@ -24,6 +24,30 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, Recycli
 use futures_util::future::BoxFuture;
 use tokio_postgres::config::{SslMode, TargetSessionAttrs};
 
+/// Connections of the control pool: the budget calls and the generation reads,
+/// apart from the page pool so writes holding every page connection never hold a
+/// search up.
+pub const CONTROL_CONNECTIONS: usize = 2;
+
+/// The start time (µs) of the server that answered the last generation read, shared
+/// with the budget calls that read the generation too: a server restored from a
+/// backup or promoted after a failover started at another time, and its generations
+/// may not be the ones this process followed.
+#[derive(Clone, Default)]
+pub struct Epoch(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl Epoch {
+    /// Notes the start time of the server that answered a generation read.
+    pub fn saw(&self, started_us: i64) {
+        self.0
+            .store(started_us as u64, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
 /// How long one statement may take unless `AGENT_PAGES_DATABASE_TIMEOUT_MS` says
 /// otherwise.
 pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_millis(2000);
