@@ -228,15 +228,30 @@ impl BudgetStore {
         keys: BucketKeys,
         now: i64,
     ) -> Result<Decision, StoreError> {
+        let (decision, _) = self.spend_with_generation(budget, keys, now).await?;
+        Ok(decision)
+    }
+
+    /// [`BudgetStore::spend`], plus the corpus generation when the store read it in
+    /// the same transaction: PostgreSQL, whose budget function runs in the pages' own
+    /// database, so a search there needs no second round trip for it. `None` from
+    /// SQLite (the counters have a file of their own), Redis, and refusals known
+    /// without a call.
+    pub async fn spend_with_generation(
+        &self,
+        budget: &Arc<Budget>,
+        keys: BucketKeys,
+        now: i64,
+    ) -> Result<(Decision, Option<i64>), StoreError> {
         if let Some(refused) = self.known_full(budget, &keys, now) {
-            return Ok(refused);
+            return Ok((refused, None));
         }
         // Before the store reads its clock: a memo counted from here ends no later
         // than the store's window.
         let sent = Instant::now();
-        let decided = self.spend_inner(budget, &keys, now).await?;
+        let (decided, generation) = self.spend_inner(budget, &keys, now).await?;
         self.remember(&keys, now, sent, &decided);
-        Ok(decided.decision)
+        Ok((decided.decision, generation))
     }
 
     async fn spend_inner(
@@ -244,7 +259,7 @@ impl BudgetStore {
         budget: &Arc<Budget>,
         keys: &BucketKeys,
         now: i64,
-    ) -> Result<Decided, StoreError> {
+    ) -> Result<(Decided, Option<i64>), StoreError> {
         let result = match &self.backend {
             Backend::Sqlite(addr) => {
                 let answer = addr
@@ -256,7 +271,7 @@ impl BudgetStore {
                     .await?;
                 match answer.await {
                     // The caller's `now` is the SQLite store's clock, in whole seconds.
-                    Ok(Ok(decision)) => Ok(Decided::at_whole_second(decision)),
+                    Ok(Ok(decision)) => Ok((Decided::at_whole_second(decision), None)),
                     // A lock held too long, a full disk, failing I/O: not ours.
                     Ok(Err(failed)) if !failed.fault.is_bug() => {
                         Err(StoreError::Unavailable(failed.cause))
@@ -265,13 +280,13 @@ impl BudgetStore {
                     Err(_) => Err(StoreError::Mailbox(actix::MailboxError::Closed)),
                 }
             }
-            Backend::Redis(redis) => redis.spend(budget, keys, now).await,
-            // Its function also reads the corpus generation; the search reads it from
-            // the page store after the spend, as with every other store.
+            // Redis knows nothing of the corpus: the search reads the generation.
+            Backend::Redis(redis) => redis.spend(budget, keys, now).await.map(|d| (d, None)),
+            // Its function also reads the corpus generation (and notes the epoch).
             Backend::Postgres(counters, _) => counters
                 .spend(budget, keys, now)
                 .await
-                .map(|(d, _generation)| d),
+                .map(|(d, generation)| (d, Some(generation))),
         };
         self.observe(result)
     }

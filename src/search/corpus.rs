@@ -239,21 +239,25 @@ impl Corpus {
 
     /// Builds the snapshot ahead of the first search; not counted as a fetch.
     pub async fn warm(&self) -> Result<Arc<Snapshot>, PageStoreError> {
-        self.refresh().await
+        self.refresh(None).await
     }
 
-    /// The snapshot a fresh fetch would give now: the generation read now, plus a
-    /// reload only when it moved.
+    /// The snapshot a fresh fetch would give now: the generation (`known` when the
+    /// caller read it moments ago, in its budget transaction on the pages' own
+    /// database; else read now), plus a reload only when it moved.
     ///
     /// Errors: the page store could not be read.
-    pub async fn current(&self) -> Result<Arc<Snapshot>, PageStoreError> {
+    pub async fn current(&self, known: Option<i64>) -> Result<Arc<Snapshot>, PageStoreError> {
         self.fetches.inc();
-        self.refresh().await
+        self.refresh(known).await
     }
 
-    async fn refresh(&self) -> Result<Arc<Snapshot>, PageStoreError> {
+    async fn refresh(&self, known: Option<i64>) -> Result<Arc<Snapshot>, PageStoreError> {
         use std::sync::atomic::Ordering;
-        let generation = self.store.generation().await?;
+        let generation = match known {
+            Some(generation) => generation,
+            None => self.store.generation().await?,
+        };
         // Read after the generation, which it belongs to.
         let epoch = self.store.epoch();
         let same_history = || self.epoch.load(Ordering::Acquire) == epoch;

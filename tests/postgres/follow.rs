@@ -38,7 +38,7 @@ fn roomy(s: &mut agent_pages::configuration::Settings) {
 /// Asserts `app`'s snapshot, brought up to the database's generation, is a fresh
 /// build's: same generation, fingerprint, candidates (every field) and rankings.
 async fn assert_snapshot_is_fresh(app: &TestApp, name: &str) {
-    let followed = app.state.search.corpus.current().await.unwrap();
+    let followed = app.state.search.corpus.current(None).await.unwrap();
     let (generation, candidates) = app.state.pages.store.candidates().await.unwrap();
     let fresh = Snapshot::build(generation, candidates.clone());
     assert_eq!(followed.generation, fresh.generation, "{name}: generation");

@@ -114,10 +114,10 @@ async fn run(state: &AppState, raw_query: &str, client: &ClientIp, trace: &mut T
 
     // Gates 3/4: every window of the budget, both-or-neither.
     let now = state.clock.now();
-    let decision = match state
+    let (decision, generation) = match state
         .budgets
         .store
-        .spend(&state.budgets.search, keys, now)
+        .spend_with_generation(&state.budgets.search, keys, now)
         .await
     {
         Ok(spent) => spent,
@@ -144,9 +144,10 @@ async fn run(state: &AppState, raw_query: &str, client: &ClientIp, trace: &mut T
         };
     }
 
-    // Gate 5: the candidates as a fresh fetch would see them (the generation read
-    // from the page database now), then the cache.
-    let snapshot = match state.search.corpus.current().await {
+    // Gate 5: the candidates as a fresh fetch would see them (the generation the
+    // budget call read in the pages' own database, PostgreSQL; else read from the
+    // page database now), then the cache.
+    let snapshot = match state.search.corpus.current(generation).await {
         Ok(s) => s,
         Err(e) => {
             let answer = faults::answer(Store::Pages, e.fault());
