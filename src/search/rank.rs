@@ -362,25 +362,36 @@ mod tests {
                     .join(" ")
             })
             .collect();
+        pruned_rows_equal_the_full_ranking(
+            &titles,
+            &[
+                "data tool",
+                "json parsre",
+                "the for a",
+                "http clinet libr",
+                "fast",
+            ],
+            &[1, 7, 50],
+        );
+    }
+
+    /// For each of `queries`, over an index of `titles`: the rows `rank` keeps at
+    /// each of `limits` are the head of the full ranking, with the same total.
+    fn pruned_rows_equal_the_full_ranking(titles: &[String], queries: &[&str], limits: &[usize]) {
         let index = RankIndex::build(
             titles
                 .iter()
                 .enumerate()
                 .map(|(i, t)| (i as i64, t.as_str())),
         );
-        for query in [
-            "data tool",
-            "json parsre",
-            "the for a",
-            "http clinet libr",
-            "fast",
-        ] {
+        for &query in queries {
             let full = rank(&index, query, usize::MAX);
             assert_eq!(full.rows.len(), full.total);
-            for limit in [1, 7, 50] {
+            for &limit in limits {
                 let pruned = rank(&index, query, limit);
                 assert_eq!(pruned.total, full.total, "{query}");
-                assert_eq!(pruned.rows[..], full.rows[..limit], "{query} limit {limit}");
+                let n = limit.min(full.rows.len());
+                assert_eq!(pruned.rows[..], full.rows[..n], "{query} limit {limit}");
             }
         }
     }
@@ -420,31 +431,20 @@ mod tests {
                 words.join(" ")
             })
             .collect();
-        let index = RankIndex::build(
-            titles
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (i as i64, t.as_str())),
+        pruned_rows_equal_the_full_ranking(
+            &titles,
+            &[
+                "camera for the",
+                "the kamera",
+                "a library for webcam",
+                "markswift for",
+                "for the a",
+                "tool parser fo",
+                "coient for the markswift",
+                "cameras the fo",
+            ],
+            &[1, 5, 50, 500],
         );
-        for query in [
-            "camera for the",
-            "the kamera",
-            "a library for webcam",
-            "markswift for",
-            "for the a",
-            "tool parser fo",
-            "coient for the markswift",
-            "cameras the fo",
-        ] {
-            let full = rank(&index, query, usize::MAX);
-            assert_eq!(full.rows.len(), full.total);
-            for limit in [1, 5, 50, 500] {
-                let pruned = rank(&index, query, limit);
-                assert_eq!(pruned.total, full.total, "{query}");
-                let n = limit.min(full.rows.len());
-                assert_eq!(pruned.rows[..], full.rows[..n], "{query} limit {limit}");
-            }
-        }
     }
 
     /// Titles from the hard query sets' misses (issue 12), with neighbours that
