@@ -34,6 +34,7 @@ impl<T: Clone, const BITS: u32> ChunkedVec<T, BITS> {
     const CHUNK: usize = 1 << BITS;
 
     /// The elements of `items`, in order.
+    #[cfg(test)]
     pub fn from_vec(items: Vec<T>) -> Self {
         let len = items.len();
         let mut chunks = Vec::with_capacity(len.div_ceil(Self::CHUNK));
@@ -162,6 +163,28 @@ impl<T: Copy, const BITS: u32> ChunkedLists<T, BITS> {
         chunk.items.extend_from_slice(list);
         chunk.starts.push(chunk.items.len() as u32);
         self.len += 1;
+    }
+
+    /// Appends the concatenation of `parts` as the last list (no list of its own
+    /// is made first).
+    pub fn push_concat(&mut self, parts: &[&[T]]) {
+        if self.len & (Self::CHUNK - 1) == 0 {
+            self.chunks.push(Arc::new(ListChunk::default()));
+        }
+        let chunk = Arc::make_mut(self.chunks.last_mut().expect("a chunk"));
+        for part in parts {
+            chunk.items.extend_from_slice(part);
+        }
+        chunk.starts.push(chunk.items.len() as u32);
+        self.len += 1;
+    }
+
+    /// Applies `f` to every item of every list, in place (shared chunks are
+    /// copied first).
+    pub fn for_each_mut(&mut self, mut f: impl FnMut(&mut T)) {
+        for chunk in &mut self.chunks {
+            Arc::make_mut(chunk).items.iter_mut().for_each(&mut f);
+        }
     }
 
     /// Replaces list `i` with `list`. Cost: the rest of its chunk shifted (and the

@@ -61,16 +61,18 @@ impl Rows {
         } else {
             ""
         };
-        let mut text = Vec::with_capacity(slug.len() + row.title.len());
-        text.extend_from_slice(slug.as_bytes());
-        text.extend_from_slice(row.title.as_bytes());
         let slug_len = slug.len() as u16;
         if slot == self.len() {
             self.version.push(row.version);
             self.updated_at.push(row.updated_at);
             self.slug_len.push(slug_len);
-            self.text.push(&text);
+            // No row of its own is made: a bulk build pushes a million.
+            self.text
+                .push_concat(&[slug.as_bytes(), row.title.as_bytes()]);
         } else {
+            let mut text = Vec::with_capacity(slug.len() + row.title.len());
+            text.extend_from_slice(slug.as_bytes());
+            text.extend_from_slice(row.title.as_bytes());
             self.version.set(slot, row.version);
             self.updated_at.set(slot, row.updated_at);
             self.slug_len.set(slot, slug_len);

@@ -231,42 +231,86 @@ impl RankIndex {
 /// Builds a [`RankIndex`] one title at a time (a corpus read row by row is
 /// indexed as it arrives); the postings and the lexicon's order are made in
 /// [`IndexBuilder::finish`]. Titles get slots in the order they are pushed.
+///
+/// Each title's words go straight into the index's own chunked arrays (with
+/// temporary word ids, renumbered in place by `finish`): no array is grown by
+/// reallocation and copied, which at a million titles was a good part of the
+/// start-up time (fresh pages faulted in twice over).
 #[derive(Debug, Default)]
 pub struct IndexBuilder {
     /// Words get temporary ids in order of first use, then the lexicon's.
     temp_ids: HashMap<Box<str>, u32, foldhash::fast::RandomState>,
-    /// Every title's temporary word ids, back to back.
-    flat: Vec<u32>,
-    /// Where each title's words end in `flat`.
-    ends: Vec<u32>,
-    page_ids: Vec<i64>,
+    /// Every title's temporary word ids, by slot.
+    words: ChunkedLists<u32, TITLE_BITS>,
+    title_lens: ChunkedVec<u8, SLOT_BITS>,
+    page_ids: ChunkedVec<i64, SLOT_BITS>,
+    slot_of: IdMap,
+    /// The title being pushed: its ids, and its current word (ASCII path).
+    ids: Vec<u32>,
+    word: String,
 }
 
 impl IndexBuilder {
+    /// The temporary id of folded word `w`.
+    fn temp_id(&mut self, w: &str) -> u32 {
+        if let Some(&id) = self.temp_ids.get(w) {
+            return id;
+        }
+        let id = self.temp_ids.len() as u32;
+        self.temp_ids.insert(w.into(), id);
+        id
+    }
+
     /// Adds page `page_id` with its raw display title. Page ids must not repeat.
     pub fn push(&mut self, page_id: i64, raw: &str) {
-        for w in fold(&normalize(raw)).split(' ').filter(|w| !w.is_empty()) {
-            let next = self.temp_ids.len() as u32;
-            let id = match self.temp_ids.get(w) {
-                Some(&id) => id,
-                None => {
-                    self.temp_ids.insert(w.into(), next);
-                    next
-                }
-            };
-            self.flat.push(id);
+        let mut ids = std::mem::take(&mut self.ids);
+        ids.clear();
+        if raw.is_ascii() {
+            // `fold(&normalize(raw))` for ASCII, without its two strings: runs
+            // of ASCII letters and digits, lowercased (see `normalize_ascii`).
+            let mut word = std::mem::take(&mut self.word);
+            for w in raw
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .filter(|w| !w.is_empty())
+            {
+                word.clear();
+                word.extend(w.chars().map(|c| c.to_ascii_lowercase()));
+                ids.push(self.temp_id(&word));
+            }
+            self.word = word;
+        } else {
+            for w in fold(&normalize(raw)).split(' ').filter(|w| !w.is_empty()) {
+                ids.push(self.temp_id(w));
+            }
         }
-        self.ends.push(self.flat.len() as u32);
+        let slot = self.page_ids.len() as u32;
+        let before = self.slot_of.insert(page_id, slot);
+        debug_assert!(before.is_none(), "page id {page_id} pushed twice");
+        self.words.push(&ids);
+        self.title_lens.push(ids.len().min(255) as u8);
         self.page_ids.push(page_id);
+        self.ids = ids;
+    }
+
+    /// Number of titles pushed.
+    pub fn len(&self) -> usize {
+        self.page_ids.len()
+    }
+
+    /// Whether no title was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.page_ids.len() == 0
     }
 
     /// The index of every title pushed.
     pub fn finish(self) -> RankIndex {
         let IndexBuilder {
             temp_ids,
-            mut flat,
-            ends,
+            mut words,
+            title_lens,
             page_ids,
+            slot_of,
+            ..
         } = self;
         // Lexicon ids in (length in chars, chars) order; for UTF-8 the byte order
         // is the order of the chars.
@@ -284,35 +328,30 @@ impl IndexBuilder {
             char_ends.push(chars.len());
         }
         drop(distinct);
-        for w in &mut flat {
-            *w = renumber[*w as usize];
-        }
+        words.for_each_mut(|w| *w = renumber[*w as usize]);
         drop(renumber);
 
         // Postings: each title once per word, in slot order (so ascending).
-        let words = char_ends.len();
-        let mut counts = vec![0u32; words + 1];
-        let mut seen = vec![u32::MAX; words];
-        let title_range = |t: usize| {
-            let start = if t == 0 { 0 } else { ends[t - 1] as usize };
-            start..ends[t] as usize
-        };
-        for t in 0..ends.len() {
-            for &w in &flat[title_range(t)] {
+        let lexicon_words = char_ends.len();
+        let titles = words.len();
+        let mut counts = vec![0u32; lexicon_words + 1];
+        let mut seen = vec![u32::MAX; lexicon_words];
+        for t in 0..titles {
+            for &w in words.get(t) {
                 if seen[w as usize] != t as u32 {
                     seen[w as usize] = t as u32;
                     counts[w as usize + 1] += 1;
                 }
             }
         }
-        for w in 0..words {
+        for w in 0..lexicon_words {
             counts[w + 1] += counts[w];
         }
-        let mut fill: Vec<u32> = counts[..words].to_vec();
-        let mut postings = vec![0u32; counts[words] as usize];
+        let mut fill: Vec<u32> = counts[..lexicon_words].to_vec();
+        let mut postings = vec![0u32; counts[lexicon_words] as usize];
         seen.fill(u32::MAX);
-        for t in 0..ends.len() {
-            for &w in &flat[title_range(t)] {
+        for t in 0..titles {
+            for &w in words.get(t) {
                 if seen[w as usize] != t as u32 {
                     seen[w as usize] = t as u32;
                     postings[fill[w as usize] as usize] = t as u32;
@@ -321,30 +360,20 @@ impl IndexBuilder {
             }
         }
         drop((seen, fill));
-        let word_chars = (0..words).map(|w| {
+        let word_chars = (0..lexicon_words).map(|w| {
             let start = if w == 0 { 0 } else { char_ends[w - 1] };
             &chars[start..char_ends[w]]
         });
         let word_postings =
-            (0..words).map(|w| &postings[counts[w] as usize..counts[w + 1] as usize]);
+            (0..lexicon_words).map(|w| &postings[counts[w] as usize..counts[w + 1] as usize]);
         let lexicon = Lexicon::build(word_chars, word_postings);
         drop(postings);
 
-        let mut slot_of = IdMap::default();
-        let mut title_words = ChunkedLists::default();
-        let mut title_lens = Vec::with_capacity(ends.len());
-        for (t, &page_id) in page_ids.iter().enumerate() {
-            let before = slot_of.insert(page_id, t as u32);
-            debug_assert!(before.is_none(), "page id {page_id} pushed twice");
-            let range = title_range(t);
-            title_lens.push(range.len().min(255) as u8);
-            title_words.push(&flat[range]);
-        }
-        title_words.shrink_to_fit();
+        words.shrink_to_fit();
         RankIndex {
-            page_ids: ChunkedVec::from_vec(page_ids),
-            title_lens: ChunkedVec::from_vec(title_lens),
-            words: title_words,
+            page_ids,
+            title_lens,
+            words,
             slot_of,
             free_slots: ChunkedVec::default(),
             lexicon,
