@@ -38,6 +38,10 @@ pub const CHANGES_KEPT: i64 = 10_000;
 /// corpus change log compacted).
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(300);
 
+/// Pause between two batches of a change-log compaction (a batch of
+/// `page_store::COMPACT_BATCH` rows takes about 10 ms at a million pages).
+const COMPACT_PAUSE: Duration = Duration::from_millis(50);
+
 /// How long a new connection may take to send its first request's headers
 /// (actix `client_request_timeout`); slower is answered 408 and closed.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -215,10 +219,12 @@ impl Application {
         });
         // Ready means a search can be answered at full speed: the candidate snapshot
         // is built before the server is handed back (and `listening on` printed).
-        corpus
+        let snapshot = corpus
             .warm()
             .await
             .context("building the candidate snapshot")?;
+        state.search.scorers.warm(snapshot.index.slot_count()).await;
+        drop(snapshot);
 
         let listener = TcpListener::bind(settings.bind)
             .with_context(|| format!("binding {}", settings.bind))?;
@@ -411,12 +417,26 @@ fn spawn_background(
         let mut tick = tokio::time::interval(SWEEP_INTERVAL);
         loop {
             tick.tick().await;
-            match pages.compact_changes(CHANGES_KEPT).await {
-                Ok(deleted) if deleted > 0 => {
-                    tracing::debug!(deleted, "compacted the corpus change log")
+            // In batches, with a pause between them: after a fresh import the
+            // log holds a row per page, and the first searches come in now.
+            let mut deleted = 0;
+            loop {
+                match pages.compact_changes(CHANGES_KEPT).await {
+                    Ok(n) => {
+                        deleted += n;
+                        if n < crate::page_store::COMPACT_BATCH {
+                            break;
+                        }
+                        tokio::time::sleep(COMPACT_PAUSE).await;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "compacting the corpus change log failed");
+                        break;
+                    }
                 }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "compacting the corpus change log failed"),
+            }
+            if deleted > 0 {
+                tracing::debug!(deleted, "compacted the corpus change log");
             }
             match budget_store.sweep(clock.now(), horizon).await {
                 Ok(deleted) if deleted > 0 => {

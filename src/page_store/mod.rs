@@ -144,7 +144,10 @@ pub trait PageBackend: Send + Sync + 'static {
     /// (reload in full).
     fn changes_since(&self, since: i64) -> StoreFuture<'_, Option<(i64, ChangedPages)>>;
 
-    /// Deletes change-log rows more than `keep` generations old; returns how many.
+    /// Deletes change-log rows more than `keep` generations old, the oldest
+    /// first; returns how many. A backend may stop after
+    /// [`COMPACT_BATCH`] rows (SQLite does): callers repeat while a call
+    /// deleted that many or more.
     fn compact_changes(&self, keep: i64) -> StoreFuture<'_, usize>;
 
     /// Number of pages in any state.
@@ -164,6 +167,9 @@ pub trait PageBackend: Send + Sync + 'static {
     /// The backend itself, for tests that reach into it ([`PageStore::backend`]).
     fn as_any(&self) -> &dyn Any;
 }
+
+/// Most change-log rows one [`PageBackend::compact_changes`] may delete.
+pub use crate::db::pages::COMPACT_BATCH;
 
 /// What [`PageBackend::each_candidate`] hands each candidate to; it may run on
 /// a blocking thread.

@@ -159,6 +159,12 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<gather::Scratch> = Default::default();
 }
 
+/// Grows this thread's ranking buffers to `slots` title slots now (zeroed, so
+/// touched), rather than in its first ranking over a snapshot that large.
+pub fn warm_scratch(slots: usize) {
+    with_scratch(|scratch| scratch.reserve(slots));
+}
+
 /// Runs `f` with this thread's ranking buffers (fresh ones if they are in use:
 /// a ranking inside a ranking).
 fn with_scratch<R>(f: impl FnOnce(&mut gather::Scratch) -> R) -> R {

@@ -194,6 +194,13 @@ impl Scratch {
         self.sets.resize(m * self.words_per_set, 0);
     }
 
+    /// Grows the per-slot buffers to `slots` (and the sets to three query
+    /// words' worth) ahead of a ranking; the buffers stay clean.
+    pub fn reserve(&mut self, slots: usize) {
+        self.prepare(3, slots);
+        self.release();
+    }
+
     /// Whether title `t` is in query word `i`'s set.
     fn in_set(&self, i: usize, t: u32) -> bool {
         let word = self.sets[i * self.words_per_set + (t as usize >> 6)];
