@@ -76,6 +76,22 @@ impl SqlitePages {
         })
     }
 
+    /// A reader of the corpus generation on a read connection of its own, for the
+    /// SQLite budget's RateLimiter to call once per committed batch of spends
+    /// (`crate::budget::rate_limiter::GenerationProbe`): `None` from it when the
+    /// WAL index is unsafe to touch or the read failed (the search then asks the
+    /// store, which answers the fault). `None` when no connection could be opened.
+    pub fn generation_probe(&self) -> Option<impl FnMut() -> Option<i64> + Send + 'static> {
+        let conn = db::open_reader(self.storage.path(), GENERATION_READ_TIMEOUT)
+            .map_err(|e| tracing::warn!(error = %e, "no generation reader for the budget"))
+            .ok()?;
+        let storage = self.storage.clone();
+        Some(move || {
+            storage.check_mapped().ok()?;
+            pages::generation(&conn).ok()
+        })
+    }
+
     /// The read pool (tests put it in the states a fault leaves behind).
     pub fn pool(&self) -> &Pool {
         &self.pool
