@@ -9,10 +9,12 @@
 //! the kernel killing the process (`Storage::check_mapped`). A write that failed
 //! for the storage's sake (disk full, I/O) keeps readiness failing until a write
 //! succeeds again (readiness tries one), and the first success checkpoints and
-//! truncates the WAL. The corpus generation, read on
-//! every budgeted search, is read on a dedicated connection on the calling thread:
-//! under WAL a reader never waits for a writer, and a pool round trip (a
-//! blocking-thread hop) costs more than the read.
+//! truncates the WAL. The corpus generation, needed by
+//! every budgeted search, comes with the budget decision when the counters are in
+//! SQLite too (the RateLimiter reads it once per batch through
+//! [`SqlitePages::generation_probe`]); otherwise (Redis) it is read on a dedicated
+//! connection on the calling thread: under WAL a reader never waits for a writer,
+//! and a pool round trip (a blocking-thread hop) costs more than the read.
 
 use std::any::Any;
 use std::path::Path;
