@@ -27,7 +27,8 @@
 #   stream   examples/loadgen --mode mixed, 2 clients (3 of 4 requests one fixed
 #            query, a hit; the 4th a new one, a miss) for --stream-secs while
 #            --write-rate pages a second are created: search and write latency
-#   after    VmRSS after the stream, and its ratio to `ready`
+#   after    VmRSS after the stream, and its ratio to `ready`; the search cache's
+#            bytes then (agent_pages_search_cache_bytes)
 #
 # Queries are made from the corpus itself (2 or 3 consecutive words of sampled
 # titles, every second one with two letters swapped), so runs over different
@@ -196,6 +197,9 @@ take 100000 >"$work/qs" || true
 "$loadgen" --url "$url" --mode mixed --concurrency 2 --clients 2 --duration "$stream_secs" \
   --write-rate "$write_rate" --writes create --query "$fixed" --queries "$work/qs" >"$work/stream"
 rss_after=$(rss_mb "$pid")
+# What the bounded search cache holds then (SEARCH_CACHE_MAX_BYTES caps it), to
+# tell its share of the growth from the snapshot's.
+cache_mb=$(curl -s "$metrics/metrics" | awk '/^agent_pages_search_cache_bytes / {printf "%.0f", $2/1048576}')
 col() { awk -v c="$1" -v k="$2" '$1 == c {print $k}' "$work/stream"; }
 
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
@@ -209,7 +213,7 @@ echo "|---|---|"
 echo "| import (fresh database) | ${import_s} s ($per_page µs a page), peak RSS $((import_kb / 1024)) MB |"
 echo "| \`serve\` to \`listening on\` | $(awk -v m="$start_ms" 'BEGIN{printf "%.2f", m/1000}') s |"
 echo "| RSS once ready | $rss_ready MB |"
-echo "| RSS after ${stream_secs} s of ${write_rate} creates/s | $rss_after MB ($(awk -v a="$rss_after" -v r="$rss_ready" 'BEGIN{printf "%.2f", a/r}')× ready) |"
+echo "| RSS after ${stream_secs} s of ${write_rate} creates/s | $rss_after MB ($(awk -v a="$rss_after" -v r="$rss_ready" 'BEGIN{printf "%.2f", a/r}')× ready; the search cache then holds ${cache_mb:-?} MB) |"
 echo "| first search after \`listening on\` | $(ms "$first") ms (the hundredth $(ms "$hundredth") ms, median of 2–100 $(ms "$median99") ms) |"
 echo "| miss, server scoring time ($misses distinct 2–3 word queries) | p50 $miss_p50 ms, p99 $miss_p99 ms (as curl saw them: p50 $(ms "$client_p50"), p99 $(ms "$client_p99") ms) |"
 echo "| one API create, then the next search | p50 $(ms "$after_p50") ms, max $(ms "$after_max") ms; without the write p50 $(ms "$alone_p50") ms, max $(ms "$alone_max") ms: +$(awk -v a="$after_p50" -v b="$alone_p50" 'BEGIN{printf "%.1f", (a-b)*1000}') ms at p50 |"

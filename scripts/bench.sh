@@ -22,6 +22,10 @@
 #   writes 20 API updates a second of existing pages while 4 clients search:
 #          search p50/p99 for hits and misses (examples/loadgen --write-rate)
 # Prints req/s and latency per workload and the ratios to the bare handler.
+#
+# The servers run at the log level a user runs, `info` (one line per search, into a
+# file), unless RUST_LOG says otherwise (e.g. RUST_LOG=warn to see what the log
+# costs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,10 +39,11 @@ while [ $# -gt 0 ]; do
     --duration) duration="$2"; shift 2 ;;
     --connections) connections="$2"; shift 2 ;;
     --postgres) postgres="$2"; shift 2 ;;
-    -h|--help) sed -n 2,23p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,28p "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
+log_level=${RUST_LOG:-info}
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
 bin=target/release/agent-pages
 bare=target/release/examples/bare
@@ -99,7 +104,7 @@ stop_all
 
 query="kubernetes"
 echo "# hit: one query, cache hits"
-start hit env "${db_demo[@]}" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
+start hit env "${db_demo[@]}" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG="$log_level" \
   TRUSTED_PROXY_CIDRS=127.0.0.1 SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 \
   "$bin" serve
 curl -s "$url/search?q=$query" -o "$work/hit.html"
@@ -118,7 +123,7 @@ done
 stop_all
 
 echo "# 429: one client over its minute budget"
-start refused env "${db_demo[@]}" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
+start refused env "${db_demo[@]}" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG="$log_level" \
   SEARCH_RATE_PER_MINUTE=1 SEARCH_RATE_PER_HOUR=1 "$bin" serve
 curl -s "$url/search?q=$query" -o /dev/null
 curl -s "$url/search?q=$query" -o "$work/refused.html"
@@ -137,7 +142,7 @@ if [ -n "$corpus" ]; then
   echo "# importing $corpus for the busy and writes workloads"
   env "${db_big[@]}" "$bin" import "$corpus" >/dev/null 2>&1 || true
   echo "# busy: $connections connections of distinct misses, 1 scorer slot"
-  start busy env "${db_big[@]}" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
+  start busy env "${db_big[@]}" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG="$log_level" \
     SEARCH_CONCURRENCY=1 SEARCH_MAX_IN_FLIGHT=1024 TRUSTED_PROXY_CIDRS=127.0.0.1 \
     SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 "$bin" serve
   for round in 1 2; do
@@ -146,7 +151,7 @@ if [ -n "$corpus" ]; then
   done
   stop_all
   echo "# writes: 20 updates/s while 4 clients search (hits and misses)"
-  start writes env "${db_big[@]}" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG=warn \
+  start writes env "${db_big[@]}" AGENT_PAGES_BIND=127.0.0.1:0 RUST_LOG="$log_level" \
     TRUSTED_PROXY_CIDRS=127.0.0.1 PUBLISH_RATE_PER_MINUTE=1000000 PUBLISH_RATE_PER_HOUR=100000000 \
     SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 "$bin" serve
   "$loadgen" --url "$url" --mode mixed --concurrency 4 --requests 40000 --clients 4 \

@@ -72,9 +72,14 @@ pub fn main(release_free_memory: fn()) -> ExitCode {
         Ok(f) => f,
         Err(line) => return config_error(&line),
     };
-    if let Err(e) = telemetry::init(format, telemetry::env_filter(), std::io::stderr) {
-        eprintln!("agent-pages: logging: {e}");
-    }
+    // Held to the end of `main`: dropping it writes the lines still queued.
+    let _log_writer = match telemetry::init_off_thread(format, telemetry::env_filter()) {
+        Ok(guard) => Some(guard),
+        Err(e) => {
+            eprintln!("agent-pages: logging: {e}");
+            None
+        }
+    };
     let result = match cli.command {
         Command::Serve(args) => match Settings::from_args(&args) {
             Ok(settings) => serve(settings, release_free_memory),

@@ -16,6 +16,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::mcp::origins::AllowedOrigins;
 use crate::pg::PgSettings;
 use crate::request_limits::RequestLimits;
+pub use crate::search::settings::SearchSettings;
 
 /// Where the database lives unless `AGENT_PAGES_DATABASE` says otherwise.
 pub const DEFAULT_DATABASE: &str = "data/agent-pages.sqlite3";
@@ -245,29 +246,6 @@ pub struct Settings {
     /// every Markdown render (may block, to hold a render in progress).
     #[cfg(feature = "fault-injection")]
     pub markdown_hook: Option<crate::markdown::RenderHook>,
-}
-
-/// The search limits of SPEC §2 other than the budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SearchSettings {
-    pub concurrency: usize,
-    pub cache_entries: usize,
-    /// Bytes the cache's entries may keep alive (`SEARCH_CACHE_MAX_BYTES`).
-    pub cache_max_bytes: usize,
-    pub result_limit: usize,
-    pub max_in_flight: usize,
-}
-
-impl Default for SearchSettings {
-    fn default() -> Self {
-        Self {
-            concurrency: 2,
-            cache_entries: 256,
-            cache_max_bytes: 64 << 20,
-            result_limit: 50,
-            max_in_flight: 64,
-        }
-    }
 }
 
 impl Settings {

@@ -118,9 +118,27 @@ pub fn prepare(
     input: impl Read,
     total_bytes: Option<u64>,
 ) -> Result<(Vec<ImportPage>, ImportReport), ImportError> {
+    prepare_reporting(input, total_bytes, Skipped::Printed)
+}
+
+/// Where the lines an import skips are told, besides its report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Skipped {
+    /// On stderr as they are found (`agent-pages import`).
+    Printed,
+    /// Only in the report: inside `serve`, whose stderr is its log (one event,
+    /// in the log's format, counts them).
+    Kept,
+}
+
+fn prepare_reporting(
+    input: impl Read,
+    total_bytes: Option<u64>,
+    skipped: Skipped,
+) -> Result<(Vec<ImportPage>, ImportReport), ImportError> {
     let mut report = ImportReport::default();
-    let parsed = read_all(input, total_bytes, &mut report)?;
-    let pages = hash_pins(parsed, total_bytes.is_some(), &mut report);
+    let parsed = read_all(input, total_bytes, &mut report, skipped)?;
+    let pages = hash_pins(parsed, total_bytes.is_some(), &mut report, skipped);
     report.skipped.sort_by_key(|s| s.line);
     Ok((pages, report))
 }
@@ -136,7 +154,17 @@ pub async fn import_into(
     total_bytes: Option<u64>,
     now: i64,
 ) -> Result<ImportReport, ImportError> {
-    let (pages, mut report) = prepare(input, total_bytes)?;
+    import_reporting(store, input, total_bytes, now, Skipped::Printed).await
+}
+
+async fn import_reporting(
+    store: &PageStore,
+    input: impl Read,
+    total_bytes: Option<u64>,
+    now: i64,
+    skipped: Skipped,
+) -> Result<ImportReport, ImportError> {
+    let (pages, mut report) = prepare_reporting(input, total_bytes, skipped)?;
     report.count(store.import(pages, now).await?);
     Ok(report)
 }
@@ -170,6 +198,7 @@ fn read_all(
     input: impl Read,
     total_bytes: Option<u64>,
     report: &mut ImportReport,
+    skipped: Skipped,
 ) -> Result<Vec<ParsedLine>, ImportError> {
     let progress = progress_bar(
         total_bytes,
@@ -193,7 +222,7 @@ fn read_all(
         }
         match parse_line(number, &line) {
             Ok(page) => parsed.push(page),
-            Err(reason) => skip(report, &progress, number, reason),
+            Err(reason) => skip(report, skipped, &progress, number, reason),
         }
     }
     progress.finish_and_clear();
@@ -228,8 +257,16 @@ fn read_up_to(r: &mut impl Read, n: usize) -> std::io::Result<Vec<u8>> {
     Ok(head)
 }
 
-fn skip(report: &mut ImportReport, progress: &ProgressBar, line: usize, reason: String) {
-    progress.suspend(|| eprintln!("line {line}: skipped: {reason}"));
+fn skip(
+    report: &mut ImportReport,
+    skipped: Skipped,
+    progress: &ProgressBar,
+    line: usize,
+    reason: String,
+) {
+    if skipped == Skipped::Printed {
+        progress.suspend(|| eprintln!("line {line}: skipped: {reason}"));
+    }
     report.skipped.push(SkippedLine { line, reason });
 }
 
@@ -239,6 +276,7 @@ fn hash_pins(
     parsed: Vec<ParsedLine>,
     show_progress: bool,
     report: &mut ImportReport,
+    skipped: Skipped,
 ) -> Vec<ImportPage> {
     let pins = parsed.iter().filter(|p| p.pin.is_some()).count();
     let progress = progress_bar(
@@ -271,7 +309,7 @@ fn hash_pins(
                 None => None,
                 Some(Ok(phc)) => Some(phc),
                 Some(Err(reason)) => {
-                    skip(report, &ProgressBar::hidden(), line.number, reason);
+                    skip(report, skipped, &ProgressBar::hidden(), line.number, reason);
                     return None;
                 }
             };
@@ -296,7 +334,7 @@ pub async fn load_demo_if_empty(
     }
     let decoder = flate2::read::GzDecoder::new(DEMO_CORPUS_GZ);
     // The bar counts decompressed bytes; the corpus is about 14 MB uncompressed.
-    import_into(store, decoder, Some(13_955_212), now)
+    import_reporting(store, decoder, Some(13_955_212), now, Skipped::Kept)
         .await
         .map(Some)
 }

@@ -17,6 +17,7 @@ pub mod import;
 pub mod markdown;
 pub mod mcp;
 pub mod metrics;
+pub mod page_records;
 pub mod page_store;
 pub mod pg;
 pub mod pin;

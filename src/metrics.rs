@@ -28,6 +28,9 @@ pub struct Metrics {
     pub cache_bytes: IntGauge,
     pub candidates: IntGauge,
     pub generation: IntGauge,
+    /// Log lines dropped because the queue to the log writer was full
+    /// (`crate::telemetry::lines_dropped`, brought up to date at scrape time).
+    pub log_lines_dropped: IntCounter,
 }
 
 impl Metrics {
@@ -93,6 +96,10 @@ impl Metrics {
                 "corpus_generation",
                 "Corpus generation of the current snapshot.",
             ),
+            log_lines_dropped: counter(
+                "log_lines_dropped_total",
+                "Log lines dropped because the queue to the log writer was full.",
+            ),
             registry,
         };
         for collector in [
@@ -107,6 +114,7 @@ impl Metrics {
             Box::new(metrics.cache_bytes.clone()),
             Box::new(metrics.candidates.clone()),
             Box::new(metrics.generation.clone()),
+            Box::new(metrics.log_lines_dropped.clone()),
         ] {
             metrics
                 .registry

@@ -112,8 +112,16 @@ impl Application {
                 );
                 // The RateLimiter blocks on SQLite: it gets an arbiter (thread) of
                 // its own.
-                let rate_limiter = RateLimiter::new(budget, storage.clone())
+                let mut rate_limiter = RateLimiter::new(budget, storage.clone())
                     .context("setting the budget connection")?;
+                // Pages in SQLite too: each committed batch of spends reads the
+                // corpus generation once for all its searches.
+                if let Some(probe) = pages
+                    .backend::<SqlitePages>()
+                    .and_then(SqlitePages::generation_probe)
+                {
+                    rate_limiter = rate_limiter.with_generation_probe(Box::new(probe));
+                }
                 let store = BudgetStore::sqlite(RateLimiter::start_in_arbiter(
                     &actix::Arbiter::new().handle(),
                     |_| rate_limiter,

@@ -17,13 +17,13 @@ use crate::budget::store::BudgetStore;
 use crate::budget::Budget;
 use crate::client_ip::TrustedProxies;
 use crate::clock::Clock;
-use crate::configuration::SearchSettings;
 use crate::metrics::Metrics;
 use crate::page_store::PageStore;
 use crate::search::cache::view::CacheView;
 use crate::search::cache::Cache;
 use crate::search::corpus::Corpus;
 use crate::search::scorer::ScorerPool;
+use crate::search::settings::SearchSettings;
 
 /// The service's shared state; one per process, behind `web::Data`.
 pub struct AppState {

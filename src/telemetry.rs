@@ -1,5 +1,14 @@
 //! Logging: a `tracing` subscriber (text or JSON lines) and the request root span.
 //!
+//! The server's lines leave the thread that logs them through a bounded queue to
+//! a writer thread of their own ([`init_off_thread`]): a request thread formats its
+//! line and hands it over, it never waits for stderr (a terminal, a pipe into a
+//! container runtime's log driver). The queue holds [`LOG_QUEUE_LINES`]; should the
+//! writer fall that far behind, new lines are dropped, not waited for, and counted
+//! ([`lines_dropped`], exported as `agent_pages_log_lines_dropped_total`). At a
+//! normal rate none is dropped, and the lines still queued when the process stops
+//! are written before it exits.
+//!
 //! Privacy: the root span records the request *path* only, never the query string,
 //! because `/search?q=…` carries what a visitor typed. Nothing else in the crate logs
 //! a query either (see `routes::search`).
@@ -7,8 +16,11 @@
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::Error;
+use std::sync::OnceLock;
+
 use tracing::Span;
 use tracing_actix_web::{DefaultRootSpanBuilder, RootSpanBuilder};
+use tracing_appender::non_blocking::{ErrorCounter, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::EnvFilter;
 
@@ -53,20 +65,63 @@ pub fn capped(filter: EnvFilter) -> EnvFilter {
 /// (page bodies, PIN hashes on the way in). Neither may ever be written.
 pub const HELD_AT_INFO: &[&str] = &["rmcp", "tokio_postgres", "postgres"];
 
-/// Installs the global subscriber writing to `writer` through `filter`.
-/// Errors if a global subscriber is already set.
+/// Installs the global subscriber writing to `writer` through `filter`, without
+/// colours. Errors if a global subscriber is already set.
 pub fn init<W>(format: LogFormat, filter: EnvFilter, writer: W) -> Result<(), String>
+where
+    W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
+{
+    install(format, filter, writer, false)
+}
+
+/// [`init`], with colours when `ansi` (only ever for a terminal: escape codes
+/// in a file or a container's log are noise).
+fn install<W>(format: LogFormat, filter: EnvFilter, writer: W, ansi: bool) -> Result<(), String>
 where
     W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
 {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(writer);
     let result = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
     result.map_err(|e| e.to_string())
+}
+
+/// Log lines the queue to the writer thread holds (about 300 bytes each, so 5 MB
+/// at most): half a second of lines at 30,000 searches a second.
+pub const LOG_QUEUE_LINES: usize = 16_384;
+
+/// The dropped-lines count of the writer [`init_off_thread`] installed.
+static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
+
+/// Installs the global subscriber writing to stderr from a thread of its own,
+/// through a queue of [`LOG_QUEUE_LINES`] (see the module docs). Keep the guard
+/// until the process ends: dropping it writes the lines still queued (waiting a
+/// second at most).
+///
+/// Errors if a global subscriber is already set.
+pub fn init_off_thread(format: LogFormat, filter: EnvFilter) -> Result<WorkerGuard, String> {
+    // Buffered: the writer thread flushes once per batch of lines it took off
+    // the queue, so a burst costs a few writes, not one per line.
+    let (writer, guard) = NonBlockingBuilder::default()
+        .buffered_lines_limit(LOG_QUEUE_LINES)
+        .lossy(true)
+        .thread_name("agent-pages-log")
+        .finish(std::io::BufWriter::new(std::io::stderr()));
+    let _ = DROPPED.set(writer.error_counter());
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    install(format, filter, writer, ansi)?;
+    Ok(guard)
+}
+
+/// Log lines dropped since start because the queue to the writer thread was full
+/// (0 when [`init_off_thread`] was not used).
+pub fn lines_dropped() -> u64 {
+    DROPPED.get().map_or(0, |c| c.dropped_lines() as u64)
 }
 
 /// The root span of each request: method, path (no query string), route, status.

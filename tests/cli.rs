@@ -26,13 +26,18 @@ impl Drop for Server {
 }
 
 /// Starts `serve` with `args` and returns it with the URL from its ready line.
-fn serve(mut cmd: Command, args: &[&str]) -> (Server, String) {
+fn serve(cmd: Command, args: &[&str]) -> (Server, String) {
+    serve_logging_to(cmd, args, Stdio::null())
+}
+
+/// [`serve`] with its log lines (stderr) going to `log`.
+fn serve_logging_to(mut cmd: Command, args: &[&str], log: Stdio) -> (Server, String) {
     let mut child = cmd
         .arg("serve")
         .args(args)
         .env("AGENT_PAGES_BIND", "127.0.0.1:0")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
@@ -407,6 +412,114 @@ fn sigterm_lets_requests_in_flight_finish_and_drops_those_still_busy_when_the_dr
         )
         .unwrap();
     assert_eq!(titles, 1);
+}
+
+#[test]
+fn at_a_normal_rate_every_search_is_logged_once_and_no_line_is_dropped() {
+    // Log lines go through a bounded queue to a writer thread (`telemetry`): 2,000
+    // searches from 8 connections at once, then SIGTERM. The log must hold one
+    // search event per answer, written before the process exits, and the metric
+    // of dropped lines must say 0.
+    const SEARCHES: usize = 2_000;
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("serve.log");
+    let mut cmd = agent_pages(dir.path());
+    cmd.env("RUST_LOG", "info")
+        .env("AGENT_PAGES_LOG_FORMAT", "json")
+        .env("SEARCH_RATE_PER_MINUTE", "1000000")
+        .env("SEARCH_RATE_PER_HOUR", "100000000")
+        .env("AGENT_PAGES_METRICS_BIND", "127.0.0.1:0");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let (mut server, url) = serve_logging_to(cmd, &["--demo"], Stdio::from(log));
+    let lines = |text: &str| -> Vec<serde_json::Value> {
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+            .collect()
+    };
+    let message = |line: &serde_json::Value| line["fields"]["message"].as_str().map(str::to_owned);
+    // Its address is in the log, written a moment after `listening on`.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let metrics = loop {
+        let text = std::fs::read_to_string(&log_path).unwrap();
+        // Only whole lines: the writer may be in the middle of one.
+        let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+        if let Some(at) = lines(whole)
+            .iter()
+            .filter_map(message)
+            .find_map(|m| m.strip_prefix("metrics on ").map(str::to_owned))
+        {
+            break at;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no metrics line: {text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (statuses, dropped) = runtime.block_on(async {
+        let client = ::reqwest::Client::new();
+        let mut statuses = Vec::new();
+        let connections = (0..8).map(|c| {
+            let client = client.clone();
+            let url = url.clone();
+            async move {
+                let mut answered = Vec::new();
+                for i in 0..SEARCHES / 8 {
+                    let q = format!("debian tools {}", (c * 7 + i) % 40);
+                    let response = client
+                        .get(format!("{url}/search"))
+                        .query(&[("q", q)])
+                        .send()
+                        .await
+                        .unwrap();
+                    answered.push(response.status().as_u16());
+                }
+                answered
+            }
+        });
+        for answered in futures_util::future::join_all(connections).await {
+            statuses.extend(answered);
+        }
+        let scrape = client
+            .get(&metrics)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let dropped = scrape
+            .lines()
+            .find(|l| l.starts_with("agent_pages_log_lines_dropped_total "))
+            .map(str::to_owned);
+        (statuses, dropped)
+    });
+    assert_eq!(statuses.len(), SEARCHES);
+    assert_eq!(
+        dropped.as_deref(),
+        Some("agent_pages_log_lines_dropped_total 0")
+    );
+    // SAFETY: a plain signal to the child this test started.
+    assert_eq!(
+        unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) },
+        0
+    );
+    assert!(server.0.wait().unwrap().success());
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    // One whole line per answer, its status the one the client saw.
+    let mut logged: Vec<u16> = lines(&text)
+        .iter()
+        .filter(|l| l["target"] == "agent_pages::search")
+        .map(|l| l["fields"]["status"].as_u64().expect("a status") as u16)
+        .collect();
+    let mut seen = statuses.clone();
+    logged.sort_unstable();
+    seen.sort_unstable();
+    assert_eq!(logged, seen);
 }
 
 #[test]

@@ -12,10 +12,18 @@
 //! windows are all checked before any is written), commits once, and only then
 //! answers each. Under load this turns
 //! hundreds of commits into one, and no answer is sent before its count is
-//! committed. (The corpus generation is not read here: it lives in the page
-//! database, which a budget transaction never touches, so that no page write, of
-//! any size or process, can hold a budget write up. The search reads it from the
-//! page database after its budget is spent: `crate::search::corpus::Corpus`.)
+//! committed. The corpus generation lives in the page database, which a budget
+//! transaction never touches (so that no page write, of any size or process, can
+//! hold a budget write up); but every search needs it after its spend, so once a
+//! batch is committed the actor reads it once, through a [`GenerationProbe`] on a
+//! read connection of the page file, and hands it to every spend of the batch.
+//! Under load one read serves hundreds of searches, instead of one read (a read
+//! transaction, two POSIX lock calls and a `statx`) on the HTTP worker for each.
+//! Read after the commit, it is read after every request of the batch arrived, so
+//! a search still sees every write acknowledged before it began. When the probe
+//! cannot answer (a fault of the page file), the spends carry no generation and
+//! the search reads it from the page store itself, which answers the fault
+//! (`crate::search::corpus::Corpus`).
 //!
 //! It is the SQLite backend of the budget store: handlers reach it through
 //! [`super::store::BudgetStore`], which hides whether the counters live here or in
@@ -52,8 +60,14 @@ pub struct Spend {
     pub now: i64,
 }
 
-/// A committed decision.
-pub type Spent = Result<Decision, SpendFailed>;
+/// A committed decision, with the corpus generation read after its batch was
+/// committed (`None` without a [`GenerationProbe`] or when it failed).
+pub type Spent = Result<(Decision, Option<i64>), SpendFailed>;
+
+/// Reads the corpus generation of the page database (on the RateLimiter's
+/// thread, once per committed batch); `None` when it cannot be read now, and the
+/// search reads it through the page store instead. See the module docs.
+pub type GenerationProbe = Box<dyn FnMut() -> Option<i64> + Send>;
 
 impl Message for Spend {
     type Result = oneshot::Receiver<Spent>;
@@ -119,6 +133,7 @@ pub struct RateLimiter {
     storage: Arc<Storage>,
     pending: Vec<(Spend, oneshot::Sender<Spent>)>,
     flush_queued: bool,
+    generation: Option<GenerationProbe>,
 }
 
 impl RateLimiter {
@@ -134,7 +149,15 @@ impl RateLimiter {
             storage,
             pending: Vec::new(),
             flush_queued: false,
+            generation: None,
         })
+    }
+
+    /// Reads the corpus generation with `probe` after each committed batch of
+    /// spends, and answers it with each decision (see the module docs).
+    pub fn with_generation_probe(mut self, probe: GenerationProbe) -> Self {
+        self.generation = Some(probe);
+        self
     }
 
     /// One transaction for `batch`: each spend decided in order, one commit.
@@ -192,8 +215,9 @@ impl Handler<Flush> for RateLimiter {
         }
         match self.decide(&batch) {
             Ok(decisions) => {
+                let generation = self.generation.as_mut().and_then(|read| read());
                 for ((_, answer), decision) in batch.into_iter().zip(decisions) {
-                    let _ = answer.send(Ok(decision));
+                    let _ = answer.send(Ok((decision, generation)));
                 }
             }
             Err(e) => {
@@ -239,5 +263,64 @@ impl Handler<Sweep> for RateLimiter {
         let deleted = sqlite::sweep(&tx, msg.now, msg.horizon)?;
         tx.commit()?;
         Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client_ip::ClientIp;
+    use crate::db;
+
+    #[actix_web::test]
+    async fn every_spend_of_a_batch_answers_the_page_generation_read_after_its_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let pages_path = dir.path().join("pages.sqlite3");
+        let writer = db::open_migrated(&pages_path).unwrap();
+        let budget_path = dir.path().join("pages.budget.sqlite3");
+        let storage = Arc::new(Storage::capture(&db_created(&budget_path)).unwrap());
+        let reader = db::open_reader(&pages_path, std::time::Duration::from_millis(20)).unwrap();
+        let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = reads.clone();
+        let probe: GenerationProbe = Box::new(move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            db::pages::generation(&reader).ok()
+        });
+        let limiter = RateLimiter::new(db::open_budget(&budget_path).unwrap(), storage)
+            .unwrap()
+            .with_generation_probe(probe)
+            .start();
+        let budget = Arc::new(Budget::search(100, 1000));
+        let spend = |n: u8| {
+            let keys = budget.keys(&ClientIp::from_addr([192, 0, 2, n].into()));
+            let sent = limiter.send(Spend {
+                budget: budget.clone(),
+                keys,
+                now: 1_800_000_000,
+            });
+            async move { sent.await.unwrap().await.unwrap().unwrap() }
+        };
+
+        // Eight spends sent at once are one batch: one read answers them all.
+        let batch = futures_util::future::join_all((0..8).map(spend)).await;
+        assert!(batch
+            .iter()
+            .all(|(d, g)| matches!(d, Decision::Admitted(_)) && *g == Some(0)));
+        assert_eq!(reads.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+        // A page write committed before the next spend is sent is in its answer.
+        writer
+            .execute(
+                "UPDATE corpus_generation SET generation = generation + 5 WHERE id = 1",
+                [],
+            )
+            .unwrap();
+        assert_eq!(spend(9).await.1, Some(5));
+    }
+
+    /// Creates the (migrated) budget database at `path` and returns the path.
+    fn db_created(path: &std::path::Path) -> std::path::PathBuf {
+        drop(db::open_budget(path).unwrap());
+        path.to_owned()
     }
 }

@@ -232,11 +232,12 @@ impl BudgetStore {
         Ok(decision)
     }
 
-    /// [`BudgetStore::spend`], plus the corpus generation when the store read it in
-    /// the same transaction: PostgreSQL, whose budget function runs in the pages' own
-    /// database, so a search there needs no second round trip for it. `None` from
-    /// SQLite (the counters have a file of their own), Redis, and refusals known
-    /// without a call.
+    /// [`BudgetStore::spend`], plus the corpus generation when the store read it
+    /// after the spend: PostgreSQL, whose budget function runs in the pages' own
+    /// database (no second round trip), and SQLite, whose RateLimiter reads the
+    /// page file once per committed batch (no read on the HTTP worker per search).
+    /// `None` from Redis, from a SQLite probe that could not read, and for
+    /// refusals known without a call: the caller then reads it itself.
     pub async fn spend_with_generation(
         &self,
         budget: &Arc<Budget>,
@@ -270,8 +271,12 @@ impl BudgetStore {
                     })
                     .await?;
                 match answer.await {
-                    // The caller's `now` is the SQLite store's clock, in whole seconds.
-                    Ok(Ok(decision)) => Ok((Decided::at_whole_second(decision), None)),
+                    // The caller's `now` is the SQLite store's clock, in whole
+                    // seconds; the generation is the page file's, read after the
+                    // batch's commit (see `rate_limiter`).
+                    Ok(Ok((decision, generation))) => {
+                        Ok((Decided::at_whole_second(decision), generation))
+                    }
                     // A lock held too long, a full disk, failing I/O: not ours.
                     Ok(Err(failed)) if !failed.fault.is_bug() => {
                         Err(StoreError::Unavailable(failed.cause))

@@ -4,8 +4,8 @@
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
-// The records are the page store's (any backend); re-exported where they were.
-pub use crate::page_store::records::{
+// The page store's records (any backend); re-exported where they were.
+pub use crate::page_records::{
     Candidate, CandidateRef, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
     LedgerPage, Page, PageState, PageSummary, PinRecord, StateChange, Upserted,
 };

@@ -21,7 +21,6 @@
 
 pub mod moving;
 pub mod postgres;
-pub mod records;
 pub mod sqlite;
 
 use std::any::Any;
@@ -32,6 +31,8 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt as _;
 
 use crate::domain::{NewPage, PageBody, PageTitle};
+/// The records live below the store and `db` both, which build them.
+pub use crate::page_records as records;
 pub use records::{
     Candidate, CandidateRef, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
     LedgerPage, Page, PageState, PageSummary, PinRecord, StateChange, Upserted,

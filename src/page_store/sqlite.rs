@@ -9,10 +9,12 @@
 //! the kernel killing the process (`Storage::check_mapped`). A write that failed
 //! for the storage's sake (disk full, I/O) keeps readiness failing until a write
 //! succeeds again (readiness tries one), and the first success checkpoints and
-//! truncates the WAL. The corpus generation, read on
-//! every budgeted search, is read on a dedicated connection on the calling thread:
-//! under WAL a reader never waits for a writer, and a pool round trip (a
-//! blocking-thread hop) costs more than the read.
+//! truncates the WAL. The corpus generation, needed by
+//! every budgeted search, comes with the budget decision when the counters are in
+//! SQLite too (the RateLimiter reads it once per batch through
+//! [`SqlitePages::generation_probe`]); otherwise (Redis) it is read on a dedicated
+//! connection on the calling thread: under WAL a reader never waits for a writer,
+//! and a pool round trip (a blocking-thread hop) costs more than the read.
 
 use std::any::Any;
 use std::path::Path;
@@ -73,6 +75,22 @@ impl SqlitePages {
             storage,
             write_fault: Mutex::new(None),
             generation_conn,
+        })
+    }
+
+    /// A reader of the corpus generation on a read connection of its own, for the
+    /// SQLite budget's RateLimiter to call once per committed batch of spends
+    /// (`crate::budget::rate_limiter::GenerationProbe`): `None` from it when the
+    /// WAL index is unsafe to touch or the read failed (the search then asks the
+    /// store, which answers the fault). `None` when no connection could be opened.
+    pub fn generation_probe(&self) -> Option<impl FnMut() -> Option<i64> + Send + 'static> {
+        let conn = db::open_reader(self.storage.path(), GENERATION_READ_TIMEOUT)
+            .map_err(|e| tracing::warn!(error = %e, "no generation reader for the budget"))
+            .ok()?;
+        let storage = self.storage.clone();
+        Some(move || {
+            storage.check_mapped().ok()?;
+            pages::generation(&conn).ok()
         })
     }
 

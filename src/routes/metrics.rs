@@ -19,6 +19,9 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     let snapshot = state.search.corpus.peek();
     m.candidates.set(snapshot.len() as i64);
     m.generation.set(snapshot.generation.max(0));
+    let dropped = crate::telemetry::lines_dropped();
+    m.log_lines_dropped
+        .inc_by(dropped.saturating_sub(m.log_lines_dropped.get()));
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(m.encode())

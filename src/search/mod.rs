@@ -11,3 +11,4 @@ pub mod query;
 pub mod rank;
 pub mod rows;
 pub mod scorer;
+pub mod settings;
