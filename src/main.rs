@@ -22,7 +22,8 @@ fn release_free_memory() {
 /// million pages that was a quarter of the start-up's CPU time (perf:
 /// `clear_page_erms` under `do_huge_pmd_anonymous_page`), and the ready
 /// process held 450 MB at its peak rather than 365 MB, for no measurable gain
-/// in scoring time (docs/performance.md, "Start-up at a million pages").
+/// in scoring time (docs/performance.md, "Start-up and the first search at
+/// 1.1M").
 fn no_huge_pages() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_THP_DISABLE takes plain integers and only sets a flag of
