@@ -107,15 +107,25 @@ static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
 pub fn init_off_thread(format: LogFormat, filter: EnvFilter) -> Result<WorkerGuard, String> {
     // Buffered: the writer thread flushes once per batch of lines it took off
     // the queue, so a burst costs a few writes, not one per line.
-    let (writer, guard) = NonBlockingBuilder::default()
-        .buffered_lines_limit(LOG_QUEUE_LINES)
-        .lossy(true)
-        .thread_name("agent-pages-log")
-        .finish(std::io::BufWriter::new(std::io::stderr()));
+    let (writer, guard) = off_thread(std::io::BufWriter::new(std::io::stderr()), LOG_QUEUE_LINES);
     let _ = DROPPED.set(writer.error_counter());
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     install(format, filter, writer, ansi)?;
     Ok(guard)
+}
+
+/// A writer that hands each line to a thread writing them to `inner`, through a
+/// queue of `lines`; a line that finds the queue full is dropped and counted
+/// (`NonBlocking::error_counter`), never waited for.
+fn off_thread<W: std::io::Write + Send + 'static>(
+    inner: W,
+    lines: usize,
+) -> (tracing_appender::non_blocking::NonBlocking, WorkerGuard) {
+    NonBlockingBuilder::default()
+        .buffered_lines_limit(lines)
+        .lossy(true)
+        .thread_name("agent-pages-log")
+        .finish(inner)
 }
 
 /// Log lines dropped since start because the queue to the writer thread was full
@@ -170,6 +180,38 @@ mod tests {
             assert!(!text.contains("secret-pin"), "{asked}: {text}");
             assert!(text.contains("serve finished"), "{asked}: {text}");
             assert!(text.contains("ours at debug"), "{asked}: {text}");
+        }
+    }
+
+    #[test]
+    fn a_full_log_queue_drops_new_lines_and_counts_them_instead_of_waiting() {
+        use std::io::Write as _;
+        // The writer thread takes the first line and stays in its write until the
+        // test lets go: the queue (4 lines) fills, and the rest must be dropped
+        // at once, not waited for (that wait would hang this test).
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (writer, guard) = off_thread(Stuck(held), 4);
+        for _ in 0..50 {
+            writer.make_writer().write_all(b"a line\n").unwrap();
+        }
+        // 1 taken by the writer thread (or not yet), 4 queued: 45 or 46 dropped.
+        let dropped = writer.error_counter().dropped_lines();
+        assert!((45..=46).contains(&dropped), "{dropped}");
+        drop(release);
+        drop(guard);
+    }
+
+    /// A writer whose every write waits until its sender is dropped.
+    struct Stuck(std::sync::mpsc::Receiver<()>);
+
+    impl std::io::Write for Stuck {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
         }
     }
 
