@@ -105,9 +105,8 @@ static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
 ///
 /// Errors if a global subscriber is already set.
 pub fn init_off_thread(format: LogFormat, filter: EnvFilter) -> Result<WorkerGuard, String> {
-    // Buffered: the writer thread flushes once per batch of lines it took off
-    // the queue, so a burst costs a few writes, not one per line.
-    let (writer, guard) = off_thread(std::io::BufWriter::new(std::io::stderr()), LOG_QUEUE_LINES);
+    let stderr = Batches(std::io::BufWriter::new(std::io::stderr()));
+    let (writer, guard) = off_thread(stderr, LOG_QUEUE_LINES);
     let _ = DROPPED.set(writer.error_counter());
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     install(format, filter, writer, ansi)?;
@@ -126,6 +125,28 @@ fn off_thread<W: std::io::Write + Send + 'static>(
         .lossy(true)
         .thread_name("agent-pages-log")
         .finish(inner)
+}
+
+/// How long the writer thread rests after writing a batch of lines, so that the
+/// next lines gather in the queue meanwhile: a line reaches stderr at most this
+/// much later, and a request thread handing one over never has to wake the writer
+/// (under load, a wake-up per line cost more than writing it).
+pub const LOG_BATCH_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// `W` buffered, written once per batch: the writer thread flushes after each batch
+/// it took off the queue, and then rests [`LOG_BATCH_PAUSE`].
+struct Batches<W: std::io::Write>(W);
+
+impl<W: std::io::Write> std::io::Write for Batches<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()?;
+        std::thread::sleep(LOG_BATCH_PAUSE);
+        Ok(())
+    }
 }
 
 /// Log lines dropped since start because the queue to the writer thread was full
