@@ -98,7 +98,7 @@ else
   db_big=(AGENT_PAGES_DATABASE="$work/big.sqlite3")
 fi
 echo "# preparing the demo database"
-env "${db_demo[@]}" "$bin" migrate >/dev/null
+env "${db_demo[@]}" "$bin" migrate >/dev/null 2>&1
 start demo env "${db_demo[@]}" AGENT_PAGES_BIND=127.0.0.1:0 "$bin" serve --demo
 stop_all
 
