@@ -278,7 +278,8 @@ mod tests {
         let pages_path = dir.path().join("pages.sqlite3");
         let writer = db::open_migrated(&pages_path).unwrap();
         let budget_path = dir.path().join("pages.budget.sqlite3");
-        let storage = Arc::new(Storage::capture(&db_created(&budget_path)).unwrap());
+        let budget_conn = db::open_budget(&budget_path).unwrap();
+        let storage = Arc::new(Storage::capture(&budget_path).unwrap());
         let reader = db::open_reader(&pages_path, std::time::Duration::from_millis(20)).unwrap();
         let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = reads.clone();
@@ -286,7 +287,7 @@ mod tests {
             counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             db::pages::generation(&reader).ok()
         });
-        let limiter = RateLimiter::new(db::open_budget(&budget_path).unwrap(), storage)
+        let limiter = RateLimiter::new(budget_conn, storage)
             .unwrap()
             .with_generation_probe(probe)
             .start();
@@ -316,11 +317,5 @@ mod tests {
             )
             .unwrap();
         assert_eq!(spend(9).await.1, Some(5));
-    }
-
-    /// Creates the (migrated) budget database at `path` and returns the path.
-    fn db_created(path: &std::path::Path) -> std::path::PathBuf {
-        drop(db::open_budget(path).unwrap());
-        path.to_owned()
     }
 }

@@ -25,7 +25,7 @@ use super::{
     PageBackend, PageState, PageStoreError, PinRecord, StateChange, StoreFuture,
 };
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
-use crate::pg::{CallError, Epoch, Pg, PgError, PgSettings};
+use crate::pg::{Call, CallError, Epoch, Pg, PgError, PgSettings};
 
 const CANDIDATE: &str = "lifecycle = 'active' AND claimed_at IS NULL";
 
@@ -261,6 +261,28 @@ fn chunks(batch: &[ImportPage]) -> Vec<&[ImportPage]> {
     out
 }
 
+impl PostgresPages {
+    /// One call on a pooled client within the call deadline ([`Pg::run`]), as
+    /// the store future the backend methods answer.
+    fn call<T, F>(&self, call: F) -> StoreFuture<'_, T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut deadpool_postgres::Object) -> Call<'c, T> + Send + 'static,
+    {
+        async move { Ok(self.pg.run(call).await?) }.boxed()
+    }
+
+    /// [`Self::call`] without the client-side deadline ([`Pg::run_unbounded`]):
+    /// imports, which the operator waits for.
+    fn call_unbounded<T, F>(&self, call: F) -> StoreFuture<'_, T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut deadpool_postgres::Object) -> Call<'c, T> + Send + 'static,
+    {
+        async move { Ok(self.pg.run_unbounded(call).await?) }.boxed()
+    }
+}
+
 impl PageBackend for PostgresPages {
     fn kind(&self) -> &'static str {
         "postgres"
@@ -340,29 +362,22 @@ impl PageBackend for PostgresPages {
         body: Option<PageBody>,
         now: i64,
     ) -> StoreFuture<'_, i64> {
-        async move {
-            let version = self
-                .pg
-                .run(|c| {
-                    Box::pin(async move {
-                        let statement = c
-                            .prepare_cached(
-                                "UPDATE pages SET title = COALESCE($2, title),
-                                        body = COALESCE($3, body),
-                                        current_version = current_version + 1, updated_at = $4
-                                 WHERE id = $1 RETURNING current_version",
-                            )
-                            .await?;
-                        let title = title.as_ref().map(PageTitle::as_str);
-                        let body = body.as_ref().map(PageBody::as_str);
-                        let row = c.query_one(&statement, &[&id, &title, &body, &now]).await?;
-                        Ok(row.get(0))
-                    })
-                })
-                .await?;
-            Ok(version)
-        }
-        .boxed()
+        self.call(move |c| {
+            Box::pin(async move {
+                let statement = c
+                    .prepare_cached(
+                        "UPDATE pages SET title = COALESCE($2, title),
+                                body = COALESCE($3, body),
+                                current_version = current_version + 1, updated_at = $4
+                         WHERE id = $1 RETURNING current_version",
+                    )
+                    .await?;
+                let title = title.as_ref().map(PageTitle::as_str);
+                let body = body.as_ref().map(PageBody::as_str);
+                let row = c.query_one(&statement, &[&id, &title, &body, &now]).await?;
+                Ok(row.get(0))
+            })
+        })
     }
 
     fn change_state(&self, id: i64, change: StateChange, now: i64) -> StoreFuture<'_, PageState> {
@@ -387,118 +402,90 @@ impl PageBackend for PostgresPages {
              SELECT slug, current_version, lifecycle, claimed_at, updated_at FROM pages
              WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM changed)"
         );
-        async move {
-            let state = self
-                .pg
-                .run(|c| {
-                    Box::pin(async move {
-                        let statement = c.prepare_cached(&sql).await?;
-                        Ok(page_state(&c.query_one(&statement, &[&id, &now]).await?))
-                    })
-                })
-                .await?;
-            Ok(state)
-        }
-        .boxed()
+        self.call(move |c| {
+            Box::pin(async move {
+                let statement = c.prepare_cached(&sql).await?;
+                Ok(page_state(&c.query_one(&statement, &[&id, &now]).await?))
+            })
+        })
     }
 
     fn page(&self, slug: String) -> StoreFuture<'_, Option<Page>> {
-        async move {
-            let page = self
-                .pg
-                .run(|c| {
-                    Box::pin(async move {
-                        let statement = c
-                            .prepare_cached(&format!(
-                                "SELECT id, slug, title, body, current_version, lifecycle,
-                                        created_at, updated_at
-                                 FROM pages WHERE slug = $1 AND {CANDIDATE}"
-                            ))
-                            .await?;
-                        let row = c.query_opt(&statement, &[&slug]).await?;
-                        Ok(row.map(|r| Page {
-                            id: r.get(0),
-                            slug: r.get(1),
-                            title: r.get(2),
-                            body: r.get(3),
-                            version: r.get(4),
-                            lifecycle: r.get(5),
-                            created_at: r.get(6),
-                            updated_at: r.get(7),
-                        }))
-                    })
-                })
-                .await?;
-            Ok(page)
-        }
-        .boxed()
+        self.call(move |c| {
+            Box::pin(async move {
+                let statement = c
+                    .prepare_cached(&format!(
+                        "SELECT id, slug, title, body, current_version, lifecycle,
+                                created_at, updated_at
+                         FROM pages WHERE slug = $1 AND {CANDIDATE}"
+                    ))
+                    .await?;
+                let row = c.query_opt(&statement, &[&slug]).await?;
+                Ok(row.map(|r| Page {
+                    id: r.get(0),
+                    slug: r.get(1),
+                    title: r.get(2),
+                    body: r.get(3),
+                    version: r.get(4),
+                    lifecycle: r.get(5),
+                    created_at: r.get(6),
+                    updated_at: r.get(7),
+                }))
+            })
+        })
     }
 
     fn ledger(&self, offset: i64, limit: i64) -> StoreFuture<'_, LedgerPage> {
-        async move {
-            let page = self
-                .pg
-                .run(|c| {
-                    Box::pin(async move {
-                        // The count and the rows in one statement (one snapshot); the
-                        // count comes back even when the page is past the end.
-                        let statement = c
-                            .prepare_cached(&format!(
-                                "WITH total AS (SELECT count(*) AS n FROM pages WHERE {CANDIDATE})
-                                 SELECT total.n, p.slug, p.title, p.current_version, p.updated_at
-                                 FROM total LEFT JOIN LATERAL (
-                                     SELECT slug, title, current_version, updated_at, id
-                                     FROM pages WHERE {CANDIDATE}
-                                     ORDER BY updated_at DESC, id DESC LIMIT $1 OFFSET $2
-                                 ) p ON true
-                                 ORDER BY p.updated_at DESC, p.id DESC"
-                            ))
-                            .await?;
-                        let rows = c.query(&statement, &[&limit, &offset]).await?;
-                        let total = rows.first().map_or(0, |r| r.get(0));
-                        let rows = rows
-                            .iter()
-                            .filter_map(|r| {
-                                Some(super::PageSummary {
-                                    slug: r.get::<_, Option<String>>(1)?,
-                                    title: r.get(2),
-                                    version: r.get(3),
-                                    updated_at: r.get(4),
-                                })
-                            })
-                            .collect();
-                        Ok(LedgerPage { total, rows })
+        self.call(move |c| {
+            Box::pin(async move {
+                // The count and the rows in one statement (one snapshot); the
+                // count comes back even when the page is past the end.
+                let statement = c
+                    .prepare_cached(&format!(
+                        "WITH total AS (SELECT count(*) AS n FROM pages WHERE {CANDIDATE})
+                         SELECT total.n, p.slug, p.title, p.current_version, p.updated_at
+                         FROM total LEFT JOIN LATERAL (
+                             SELECT slug, title, current_version, updated_at, id
+                             FROM pages WHERE {CANDIDATE}
+                             ORDER BY updated_at DESC, id DESC LIMIT $1 OFFSET $2
+                         ) p ON true
+                         ORDER BY p.updated_at DESC, p.id DESC"
+                    ))
+                    .await?;
+                let rows = c.query(&statement, &[&limit, &offset]).await?;
+                let total = rows.first().map_or(0, |r| r.get(0));
+                let rows = rows
+                    .iter()
+                    .filter_map(|r| {
+                        Some(super::PageSummary {
+                            slug: r.get::<_, Option<String>>(1)?,
+                            title: r.get(2),
+                            version: r.get(3),
+                            updated_at: r.get(4),
+                        })
                     })
-                })
-                .await?;
-            Ok(page)
-        }
-        .boxed()
+                    .collect();
+                Ok(LedgerPage { total, rows })
+            })
+        })
     }
 
     fn pin_record(&self, slug: String) -> StoreFuture<'_, Option<PinRecord>> {
-        async move {
-            let record = self
-                .pg
-                .run(|c| {
-                    Box::pin(async move {
-                        let statement = c
-                            .prepare_cached(&format!(
-                                "SELECT id, pin_hash, NOT ({CANDIDATE}) FROM pages WHERE slug = $1"
-                            ))
-                            .await?;
-                        let row = c.query_opt(&statement, &[&slug]).await?;
-                        Ok(row.map(|r| PinRecord {
-                            id: r.get(0),
-                            pin_hash: r.get(1),
-                            gone: r.get(2),
-                        }))
-                    })
-                })
-                .await?;
-            Ok(record)
-        }
-        .boxed()
+        self.call(move |c| {
+            Box::pin(async move {
+                let statement = c
+                    .prepare_cached(&format!(
+                        "SELECT id, pin_hash, NOT ({CANDIDATE}) FROM pages WHERE slug = $1"
+                    ))
+                    .await?;
+                let row = c.query_opt(&statement, &[&slug]).await?;
+                Ok(row.map(|r| PinRecord {
+                    id: r.get(0),
+                    pin_hash: r.get(1),
+                    gone: r.get(2),
+                }))
+            })
+        })
     }
 
     fn generation(&self) -> StoreFuture<'_, i64> {
@@ -520,192 +507,157 @@ impl PageBackend for PostgresPages {
     }
 
     fn candidates(&self) -> StoreFuture<'_, (i64, Vec<Candidate>)> {
-        async move {
-            let loaded = self
-                .pg
-                .run_unbounded(|c| {
-                    Box::pin(async move {
-                        let tx = c
-                            .build_transaction()
-                            .isolation_level(IsolationLevel::RepeatableRead)
-                            .read_only(true)
-                            .start()
-                            .await?;
-                        tx.batch_execute(LONG_STATEMENT).await?;
-                        let generation: i64 = tx
-                            .query_one("SELECT generation FROM corpus_generation WHERE id = 1", &[])
-                            .await?
-                            .get(0);
-                        let rows = tx
-                            .query(
-                                &format!(
-                                    "SELECT id, current_version, slug, title, updated_at
-                                     FROM pages WHERE {CANDIDATE} ORDER BY id"
-                                ),
-                                &[],
-                            )
-                            .await?;
-                        tx.commit().await?;
-                        Ok((generation, rows.iter().map(candidate).collect()))
-                    })
-                })
-                .await?;
-            Ok(loaded)
-        }
-        .boxed()
+        self.call_unbounded(move |c| {
+            Box::pin(async move {
+                let tx = c
+                    .build_transaction()
+                    .isolation_level(IsolationLevel::RepeatableRead)
+                    .read_only(true)
+                    .start()
+                    .await?;
+                tx.batch_execute(LONG_STATEMENT).await?;
+                let generation: i64 = tx
+                    .query_one("SELECT generation FROM corpus_generation WHERE id = 1", &[])
+                    .await?
+                    .get(0);
+                let rows = tx
+                    .query(
+                        &format!(
+                            "SELECT id, current_version, slug, title, updated_at
+                             FROM pages WHERE {CANDIDATE} ORDER BY id"
+                        ),
+                        &[],
+                    )
+                    .await?;
+                tx.commit().await?;
+                Ok((generation, rows.iter().map(candidate).collect()))
+            })
+        })
     }
 
     fn changes_since(&self, since: i64) -> StoreFuture<'_, Option<(i64, ChangedPages)>> {
-        async move {
-            let changes = self
-                .pg
-                .run(|c| {
-                    Box::pin(async move {
-                        let tx = c
-                            .build_transaction()
-                            .isolation_level(IsolationLevel::RepeatableRead)
-                            .read_only(true)
-                            .start()
-                            .await?;
-                        let generation: i64 = tx
-                            .query_one("SELECT generation FROM corpus_generation WHERE id = 1", &[])
-                            .await?
-                            .get(0);
-                        if generation == since {
-                            tx.commit().await?;
-                            return Ok(Some((generation, Vec::new())));
-                        }
-                        let reaches_back = tx
-                            .query_opt(
-                                "SELECT 1 FROM corpus_changes WHERE generation = $1",
-                                &[&(since + 1)],
-                            )
-                            .await?
-                            .is_some();
-                        if !reaches_back || generation < since {
-                            tx.commit().await?;
-                            return Ok(None);
-                        }
-                        let ids: Vec<i64> = tx
-                            .query(
-                                "SELECT DISTINCT page_id FROM corpus_changes
-                                 WHERE generation > $1 ORDER BY page_id",
-                                &[&since],
-                            )
-                            .await?
-                            .iter()
-                            .map(|r| r.get(0))
-                            .collect();
-                        let rows = tx
-                            .query(
-                                &format!(
-                                    "SELECT id, current_version, slug, title, updated_at
-                                     FROM pages WHERE id = ANY($1) AND {CANDIDATE}"
-                                ),
-                                &[&ids],
-                            )
-                            .await?;
-                        tx.commit().await?;
-                        let mut rows: std::collections::HashMap<i64, Candidate> = rows
-                            .iter()
-                            .map(|r| {
-                                let c = candidate(r);
-                                (c.id, c)
-                            })
-                            .collect();
-                        let changes = ids.into_iter().map(|id| (id, rows.remove(&id))).collect();
-                        Ok(Some((generation, changes)))
+        self.call(move |c| {
+            Box::pin(async move {
+                let tx = c
+                    .build_transaction()
+                    .isolation_level(IsolationLevel::RepeatableRead)
+                    .read_only(true)
+                    .start()
+                    .await?;
+                let generation: i64 = tx
+                    .query_one("SELECT generation FROM corpus_generation WHERE id = 1", &[])
+                    .await?
+                    .get(0);
+                if generation == since {
+                    tx.commit().await?;
+                    return Ok(Some((generation, Vec::new())));
+                }
+                let reaches_back = tx
+                    .query_opt(
+                        "SELECT 1 FROM corpus_changes WHERE generation = $1",
+                        &[&(since + 1)],
+                    )
+                    .await?
+                    .is_some();
+                if !reaches_back || generation < since {
+                    tx.commit().await?;
+                    return Ok(None);
+                }
+                let ids: Vec<i64> = tx
+                    .query(
+                        "SELECT DISTINCT page_id FROM corpus_changes
+                         WHERE generation > $1 ORDER BY page_id",
+                        &[&since],
+                    )
+                    .await?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                let rows = tx
+                    .query(
+                        &format!(
+                            "SELECT id, current_version, slug, title, updated_at
+                             FROM pages WHERE id = ANY($1) AND {CANDIDATE}"
+                        ),
+                        &[&ids],
+                    )
+                    .await?;
+                tx.commit().await?;
+                let mut rows: std::collections::HashMap<i64, Candidate> = rows
+                    .iter()
+                    .map(|r| {
+                        let c = candidate(r);
+                        (c.id, c)
                     })
-                })
-                .await?;
-            Ok(changes)
-        }
-        .boxed()
+                    .collect();
+                let changes = ids.into_iter().map(|id| (id, rows.remove(&id))).collect();
+                Ok(Some((generation, changes)))
+            })
+        })
     }
 
     fn compact_changes(&self, keep: i64) -> StoreFuture<'_, usize> {
-        async move {
-            let deleted = self
-                .pg
-                .run(|c| {
-                    Box::pin(async move {
-                        let n = c
-                            .execute(
-                                "DELETE FROM corpus_changes WHERE generation <=
-                                 (SELECT generation FROM corpus_generation WHERE id = 1) - $1",
-                                &[&keep],
-                            )
-                            .await?;
-                        Ok(n as usize)
-                    })
-                })
-                .await?;
-            Ok(deleted)
-        }
-        .boxed()
+        self.call(move |c| {
+            Box::pin(async move {
+                let n = c
+                    .execute(
+                        "DELETE FROM corpus_changes WHERE generation <=
+                         (SELECT generation FROM corpus_generation WHERE id = 1) - $1",
+                        &[&keep],
+                    )
+                    .await?;
+                Ok(n as usize)
+            })
+        })
     }
 
     fn count_all(&self) -> StoreFuture<'_, i64> {
-        async move {
-            let n = self
-                .pg
-                .run(|c| {
-                    Box::pin(async move {
-                        Ok(c.query_one("SELECT count(*) FROM pages", &[]).await?.get(0))
-                    })
-                })
-                .await?;
-            Ok(n)
-        }
-        .boxed()
+        self.call(move |c| {
+            Box::pin(
+                async move { Ok(c.query_one("SELECT count(*) FROM pages", &[]).await?.get(0)) },
+            )
+        })
     }
 
     fn import(&self, batch: Vec<ImportPage>, now: i64) -> StoreFuture<'_, ImportCounts> {
-        async move {
-            let counts = self
-                .pg
-                .run_unbounded(|c| {
-                    Box::pin(async move {
-                        let tx = c.transaction().await?;
-                        tx.batch_execute(LONG_STATEMENT).await?;
-                        let upsert = tx
-                            .prepare(
-                                "INSERT INTO pages (slug, title, body, pin_hash, created_at, updated_at)
-                                 SELECT slug, title, body, pin_hash, $5, $5
-                                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
-                                      AS t(slug, title, body, pin_hash)
-                                 ON CONFLICT (slug) DO UPDATE
-                                     SET title = EXCLUDED.title, body = EXCLUDED.body,
-                                         current_version = pages.current_version + 1,
-                                         updated_at = EXCLUDED.updated_at
-                                     WHERE pages.title <> EXCLUDED.title
-                                        OR pages.body <> EXCLUDED.body
-                                 RETURNING (xmax = 0)",
-                            )
-                            .await?;
-                        let mut counts = ImportCounts::default();
-                        for chunk in chunks(&batch) {
-                            let slugs: Vec<&str> = chunk.iter().map(|p| p.slug.as_str()).collect();
-                            let titles: Vec<&str> = chunk.iter().map(|p| p.title.as_str()).collect();
-                            let bodies: Vec<&str> = chunk.iter().map(|p| p.body.as_str()).collect();
-                            let pins: Vec<Option<&str>> =
-                                chunk.iter().map(|p| p.pin_hash.as_deref()).collect();
-                            let rows = tx
-                                .query(&upsert, &[&slugs, &titles, &bodies, &pins, &now])
-                                .await?;
-                            let inserted = rows.iter().filter(|r| r.get::<_, bool>(0)).count();
-                            counts.inserted += inserted;
-                            counts.updated += rows.len() - inserted;
-                            counts.unchanged += chunk.len() - rows.len();
-                        }
-                        tx.commit().await?;
-                        Ok(counts)
-                    })
-                })
-                .await?;
-            Ok(counts)
-        }
-        .boxed()
+        self.call_unbounded(move |c| {
+            Box::pin(async move {
+                let tx = c.transaction().await?;
+                tx.batch_execute(LONG_STATEMENT).await?;
+                let upsert = tx
+                    .prepare(
+                        "INSERT INTO pages (slug, title, body, pin_hash, created_at, updated_at)
+                         SELECT slug, title, body, pin_hash, $5, $5
+                         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+                              AS t(slug, title, body, pin_hash)
+                         ON CONFLICT (slug) DO UPDATE
+                             SET title = EXCLUDED.title, body = EXCLUDED.body,
+                                 current_version = pages.current_version + 1,
+                                 updated_at = EXCLUDED.updated_at
+                             WHERE pages.title <> EXCLUDED.title
+                                OR pages.body <> EXCLUDED.body
+                         RETURNING (xmax = 0)",
+                    )
+                    .await?;
+                let mut counts = ImportCounts::default();
+                for chunk in chunks(&batch) {
+                    let slugs: Vec<&str> = chunk.iter().map(|p| p.slug.as_str()).collect();
+                    let titles: Vec<&str> = chunk.iter().map(|p| p.title.as_str()).collect();
+                    let bodies: Vec<&str> = chunk.iter().map(|p| p.body.as_str()).collect();
+                    let pins: Vec<Option<&str>> =
+                        chunk.iter().map(|p| p.pin_hash.as_deref()).collect();
+                    let rows = tx
+                        .query(&upsert, &[&slugs, &titles, &bodies, &pins, &now])
+                        .await?;
+                    let inserted = rows.iter().filter(|r| r.get::<_, bool>(0)).count();
+                    counts.inserted += inserted;
+                    counts.updated += rows.len() - inserted;
+                    counts.unchanged += chunk.len() - rows.len();
+                }
+                tx.commit().await?;
+                Ok(counts)
+            })
+        })
     }
 
     fn check_ready(&self) -> BoxFuture<'_, Result<(), String>> {

@@ -156,13 +156,7 @@ impl<T: Copy, const BITS: u32> ChunkedLists<T, BITS> {
 
     /// Appends `list` as the last list.
     pub fn push(&mut self, list: &[T]) {
-        if self.len & (Self::CHUNK - 1) == 0 {
-            self.chunks.push(Arc::new(ListChunk::default()));
-        }
-        let chunk = Arc::make_mut(self.chunks.last_mut().expect("a chunk"));
-        chunk.items.extend_from_slice(list);
-        chunk.starts.push(chunk.items.len() as u32);
-        self.len += 1;
+        self.push_concat(&[list]);
     }
 
     /// Appends the concatenation of `parts` as the last list (no list of its own
