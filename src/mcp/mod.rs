@@ -16,6 +16,7 @@
 //! `server/discover` and per-request metadata).
 
 pub mod bridge;
+pub mod envelope;
 pub mod origins;
 pub mod tools;
 pub mod transport;

@@ -5,11 +5,13 @@
 //! the `Origin` rule ([`AllowedOrigins`], against DNS rebinding: the transport's
 //! security notes), then the API's body rules (300 KiB, refused from
 //! `Content-Length` first; `AGENT_PAGES_BODY_TIMEOUT_SECS`; a slot among
-//! `AGENT_PAGES_MAX_OPEN_BODIES`), each refusal a problem document. The request's
-//! [`Caller`] (client IP by the trusted-proxy rules, public origin) rides on the
-//! converted request's extensions to the tools. The SDK checks the rest of the
-//! transport (method, `Accept`, `Content-Type`, `MCP-Protocol-Version`, the JSON-RPC
-//! message) and answers those refusals itself.
+//! `AGENT_PAGES_MAX_OPEN_BODIES`), each refusal a problem document, and then the
+//! JSON-RPC envelope ([`envelope::check`]: a malformed one is a JSON-RPC error). The
+//! request's [`Caller`] (client IP by the trusted-proxy rules, public origin) rides on
+//! the converted request's extensions to the tools. The SDK checks the rest of the
+//! transport (method, `Accept`, `Content-Type`, `MCP-Protocol-Version` values, the
+//! message against its methods); its plain-text refusals are answered as JSON-RPC
+//! errors too ([`envelope::as_json_rpc`]).
 
 use std::sync::Arc;
 
@@ -22,7 +24,7 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::origins::AllowedOrigins;
-use super::PagesMcp;
+use super::{envelope, PagesMcp};
 use crate::routes::api::body::{self, BODY_LIMIT};
 use crate::routes::api::error::ApiError;
 use crate::routes::api::Caller;
@@ -91,11 +93,17 @@ pub async fn mcp(
             return Ok(origin_refused());
         }
     }
-    let body = if req.method() == actix_web::http::Method::POST {
+    let post = req.method() == actix_web::http::Method::POST;
+    let body = if post {
         body::read_capped(&state.api.bodies, &req, payload, BODY_LIMIT).await?
     } else {
         Vec::new()
     };
+    if post && envelope::declares_json(req.headers()) {
+        if let Err(refusal) = envelope::check(req.headers(), &body) {
+            return Ok(refusal.response());
+        }
+    }
 
     let mut request = http::Request::builder()
         .method(req.method().as_str())
@@ -124,6 +132,13 @@ pub async fn mcp(
             .await
             .map(|collected| collected.to_bytes())
             .unwrap_or_else(|never| match never {});
+        let content_type = parts
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        if let Some(refusal) = envelope::as_json_rpc(status, content_type, &bytes) {
+            return Ok(rewritten(&parts.headers, refusal));
+        }
         return Ok(response.body(bytes));
     }
     let frames = BodyStream::new(body).filter_map(|frame| async move {
@@ -133,4 +148,21 @@ pub async fn mcp(
             .map(Ok::<_, std::convert::Infallible>)
     });
     Ok(response.streaming(frames))
+}
+
+/// `refusal` as the answer, with the SDK's headers but its own type and length
+/// (`Allow` on a 405 stays).
+fn rewritten(headers: &http::HeaderMap, refusal: envelope::Refusal) -> HttpResponse {
+    let mut response = refusal.response();
+    for (name, value) in headers {
+        if name != http::header::CONTENT_TYPE && name != http::header::CONTENT_LENGTH {
+            if let (Ok(name), Ok(value)) = (
+                header::HeaderName::from_bytes(name.as_str().as_bytes()),
+                header::HeaderValue::from_bytes(value.as_bytes()),
+            ) {
+                response.headers_mut().append(name, value);
+            }
+        }
+    }
+    response
 }

@@ -104,6 +104,27 @@ impl TestApp {
         }
     }
 
+    /// POSTs `body` to `/mcp` exactly as given (bytes a `Value` cannot hold: repeated
+    /// keys, broken JSON), with the transport's headers plus `extra`.
+    pub async fn mcp_post_text(&self, body: &str, extra: &[(&str, &str)]) -> Answer {
+        let mut r = self
+            .client
+            .post(format!("{}/mcp", self.address))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("X-Forwarded-For", AGENT)
+            .body(body.to_owned());
+        for (name, value) in extra {
+            r = r.header(*name, *value);
+        }
+        let r = r.send().await.unwrap();
+        Answer {
+            status: r.status().as_u16(),
+            headers: r.headers().clone(),
+            text: r.text().await.unwrap(),
+        }
+    }
+
     /// A JSON-RPC request `method` with `params`, after the handshake of [`VERSION`].
     pub async fn mcp(&self, method: &str, params: Value, client: &str) -> Answer {
         let message = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});

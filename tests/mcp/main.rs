@@ -8,6 +8,7 @@
 mod helpers;
 
 mod budgets;
+mod envelope;
 mod lifecycle;
 mod limits;
 mod tools;
