@@ -16,6 +16,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::mcp::origins::AllowedOrigins;
 use crate::pg::PgSettings;
 use crate::request_limits::RequestLimits;
+use crate::routes::own_origins::PublicUrl;
 pub use crate::search::settings::SearchSettings;
 
 /// Where the database lives unless `AGENT_PAGES_DATABASE` says otherwise.
@@ -191,6 +192,12 @@ pub struct ServeArgs {
     /// `Origin` header (agents, command-line clients) are always served.
     #[arg(long, env = "AGENT_PAGES_MCP_ALLOWED_ORIGINS", default_value = "")]
     pub mcp_allowed_origins: String,
+    /// Where visitors and agents reach the service, `https://pages.example` (no
+    /// path): the base of every absolute URL in answers and the one name beside the
+    /// loopback names and the bound address that `/mcp` answers. Unset: URLs follow
+    /// each request's Host (or a trusted proxy's forwarded host).
+    #[arg(long, env = "AGENT_PAGES_PUBLIC_URL", default_value = "")]
+    pub public_url: String,
 }
 
 /// A configuration value that cannot be used; the message names the variable.
@@ -232,6 +239,9 @@ pub struct Settings {
     pub requests: RequestLimits,
     /// Browser origins `/mcp` serves beside the service's own.
     pub mcp_allowed_origins: AllowedOrigins,
+    /// `AGENT_PAGES_PUBLIC_URL`: the service's own origin and the base of absolute
+    /// URLs; `None` when unset (or blank).
+    pub public_url: Option<PublicUrl>,
     /// The clock budgets are counted with; tests inject a manual one.
     pub clock: Arc<dyn Clock>,
     /// Test-only fault injection: called with the match copy at the start of every
@@ -268,6 +278,7 @@ impl Settings {
             trusted_proxies: TrustedProxies::default(),
             requests: RequestLimits::default(),
             mcp_allowed_origins: AllowedOrigins::default(),
+            public_url: None,
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,
@@ -403,6 +414,19 @@ impl Settings {
                     reason: e.to_string(),
                 },
             )?,
+            public_url: Some(args.public_url.trim())
+                .filter(|url| !url.is_empty())
+                .map(|url| {
+                    url.parse()
+                        .map_err(
+                            |e: crate::routes::own_origins::InvalidPublicUrl| ConfigError {
+                                variable: "AGENT_PAGES_PUBLIC_URL",
+                                value: args.public_url.clone(),
+                                reason: e.to_string(),
+                            },
+                        )
+                })
+                .transpose()?,
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,
@@ -634,6 +658,22 @@ mod tests {
     }
 
     #[test]
+    fn a_public_url_is_an_origin_or_names_its_variable() {
+        let s = parse(&["--public-url", "https://pages.example/"]).unwrap();
+        let url = s.public_url.unwrap();
+        assert_eq!(url.origin().url("/p/a"), "https://pages.example/p/a");
+        assert!(parse(&["--public-url", " "]).unwrap().public_url.is_none());
+        for bad in [
+            "pages.example",
+            "https://pages.example/app",
+            "ftp://pages.example",
+        ] {
+            let err = parse(&["--public-url", bad]).err().unwrap();
+            assert_eq!(err.variable, "AGENT_PAGES_PUBLIC_URL", "{bad}");
+        }
+    }
+
+    #[test]
     fn defaults_parse() {
         let s = parse(&["--bind", "127.0.0.1:0"]).unwrap();
         assert_eq!(s.search, SearchSettings::default());
@@ -645,5 +685,6 @@ mod tests {
         );
         assert_eq!(s.requests, RequestLimits::default());
         assert!(s.trusted_proxies.is_empty());
+        assert!(s.public_url.is_none());
     }
 }

@@ -23,6 +23,7 @@ use crate::page_store::postgres::PostgresPages;
 use crate::page_store::sqlite::{self as sqlite_pages, SqlitePages};
 use crate::page_store::PageStore;
 use crate::pg::{Pg, PgSettings};
+use crate::routes::own_origins::OwnOrigins;
 use crate::search::cache::Cache;
 use crate::search::corpus::Corpus;
 use crate::search::scorer::ScorerPool;
@@ -238,10 +239,13 @@ impl Application {
             .with_context(|| format!("binding {}", settings.bind))?;
         let address = listener.local_addr()?;
         let server_state = state.clone();
-        let mcp = web::Data::new(crate::mcp::transport::Endpoint::new(
-            state.clone(),
+        let mcp = web::Data::new(crate::mcp::transport::Endpoint::new(state.clone()));
+        let own_origins = web::Data::new(OwnOrigins::new(
+            settings.public_url.clone(),
+            address,
             settings.mcp_allowed_origins.clone(),
         ));
+        log_own_names(&settings, address);
         let server = HttpServer::new(move || {
             App::new()
                 // Innermost first: HEAD is routed as GET before any route is matched.
@@ -255,6 +259,7 @@ impl Application {
                 .wrap(TracingLogger::<PathOnlyRootSpan>::new())
                 .app_data(server_state.clone())
                 .app_data(mcp.clone())
+                .app_data(own_origins.clone())
                 .configure(routes_config)
         });
         let server = match settings.http_workers {
@@ -396,6 +401,23 @@ pub async fn open_postgres(pg: &PgSettings) -> anyhow::Result<PostgresPages> {
     }
 }
 
+/// Says which names `/mcp` answers when that is not obvious: the service is bound
+/// beyond loopback and no public URL is set.
+fn log_own_names(settings: &Settings, address: SocketAddr) {
+    match &settings.public_url {
+        Some(public) => tracing::info!(
+            public_url = %public.origin().url(""),
+            "page URLs use the public URL; /mcp answers it and the loopback names"
+        ),
+        None if !address.ip().is_loopback() => tracing::info!(
+            %address,
+            "AGENT_PAGES_PUBLIC_URL is not set: /mcp answers only localhost, 127.0.0.1, \
+             [::1] and the bound address, and page URLs follow each request's Host"
+        ),
+        None => {}
+    }
+}
+
 /// Every route of the service.
 pub fn routes_config(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(routes::ledger::ledger))
@@ -408,7 +430,11 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
         .route("/static/{name}", web::get().to(routes::assets::asset))
         .route("/favicon.ico", web::get().to(routes::assets::favicon_ico))
         .route("/robots.txt", web::get().to(routes::assets::robots))
-        .service(routes::api::scope())
+        // A browser page of another origin may not write (own_origins: DNS rebinding
+        // and bodies without a Content-Type).
+        .service(routes::api::scope().wrap(middleware::from_fn(
+            routes::own_origins::refuse_foreign_writes,
+        )))
         .route("/mcp", web::to(crate::mcp::transport::mcp))
         .default_service(web::to(routes::not_found));
 }

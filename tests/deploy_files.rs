@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use agent_pages::client_ip::TrustedProxies;
+use agent_pages::routes::own_origins::PublicUrl;
 use serde_yaml::Value;
 use support::{free_port, require_program};
 
@@ -46,6 +47,7 @@ fn docker_compose(files: &[&str]) -> Command {
         "SEARCH_CONCURRENCY",
         "SEARCH_CACHE_ENTRIES",
         "AGENT_PAGES_PORT",
+        "AGENT_PAGES_PUBLIC_URL",
         "RUST_LOG",
     ] {
         command.env_remove(var);
@@ -225,6 +227,31 @@ fn the_compose_file_validates_and_trusts_exactly_the_proxy_network() {
             dockerfile().stages.iter().any(|s| s.name == stage),
             "the Dockerfile has a `{stage}` stage"
         );
+    }
+}
+
+/// The app of every stack takes `AGENT_PAGES_PUBLIC_URL` from the operator's shell or
+/// `.env`: left empty (the app then answers `/mcp` only under localhost names, which
+/// is what Traefik forwards for http://localhost:PORT/), or passed on as given.
+#[test]
+fn every_stack_passes_the_public_url_to_the_app() {
+    let path = ["services", "app", "environment", "AGENT_PAGES_PUBLIC_URL"];
+    for files in [
+        &["docker-compose.yml"][..],
+        &["docker-compose.yml", "docker-compose.scale.yml"],
+        &["docker-compose.hosts.yml"],
+    ] {
+        let compose = resolved_compose_of(files);
+        assert_eq!(text(&compose, &path), "", "{files:?}: empty unless set");
+        let mut set = docker_compose(files);
+        set.env("AGENT_PAGES_PUBLIC_URL", "https://pages.example")
+            .arg("config");
+        let output = run(set);
+        assert!(output.status.success(), "{files:?}");
+        let compose: Value = serde_yaml::from_slice(&output.stdout).unwrap();
+        let url = text(&compose, &path);
+        assert_eq!(url, "https://pages.example", "{files:?}");
+        url.parse::<PublicUrl>().expect("the app accepts it");
     }
 }
 

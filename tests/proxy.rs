@@ -4,7 +4,8 @@
 //! Clients connect from 127.0.0.2, 127.0.0.3, … and nginx connects to the app from
 //! 127.0.0.1 (`proxy_bind`), so the SQLite counters can tell a client from its proxy.
 //! Every client sends a forged `X-Forwarded-For`; its searches must land in the bucket
-//! of the address nginx saw, never in the forged one.
+//! of the address nginx saw, never in the forged one. And `/mcp` behind it answers the
+//! public URL's name and no other (SPEC §11).
 
 #[path = "common/mod.rs"]
 mod helpers;
@@ -247,4 +248,58 @@ async fn the_app_believes_forwarded_for_only_from_the_trusted_proxy_address() {
     assert_eq!(r.status(), 200);
     assert_eq!(app.counters("127.0.0.9"), (1, 1));
     assert_eq!(app.counters("203.0.113.100"), (0, 0));
+}
+
+/// `/mcp` through nginx (`proxy_set_header Host $host`, the deploy docs' setting):
+/// the name visitors use is the public URL's, and the one a rebinding page names is
+/// refused, whatever Origin it adds. Without `AGENT_PAGES_PUBLIC_URL` only the
+/// loopback names would pass.
+#[actix_web::test]
+async fn through_nginx_mcp_answers_the_public_name_and_refuses_a_rebound_one() {
+    let app = spawn_app_with(|s| {
+        s.trusted_proxies = "127.0.0.1/32".parse().unwrap();
+        s.public_url = Some("http://pages.example".parse().unwrap());
+    })
+    .await;
+    let upstream: SocketAddr = app.address.trim_start_matches("http://").parse().unwrap();
+    let nginx = Nginx::start(upstream, ForwardedFor::Replace);
+    let client = client_from("127.0.0.2");
+    let publish = |host: &'static str, origin: Option<&'static str>, title: &'static str| {
+        let mut r = client
+            .post(nginx.url("/mcp"))
+            .header("Host", host)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .body(
+                serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": "publish_page", "arguments": {"title": title}}})
+                .to_string(),
+            );
+        if let Some(origin) = origin {
+            r = r.header("Origin", origin);
+        }
+        r.send()
+    };
+    let r = publish("pages.example", Some("http://pages.example"), "Proxied words")
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let answer: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(
+        answer["result"]["structuredContent"]["url"], "http://pages.example/p/proxied-words",
+        "{answer}"
+    );
+    for (host, origin) in [
+        ("evil.example", Some("http://evil.example")),
+        ("evil.example", None),
+        ("pages.example", Some("http://evil.example")),
+    ] {
+        let r = publish(host, origin, "Rebound words").await.unwrap();
+        assert_eq!(r.status(), 403, "{host} {origin:?}");
+    }
+    assert_eq!(
+        app.sql_i64("SELECT count(*) FROM pages WHERE slug = 'rebound-words'"),
+        0
+    );
 }

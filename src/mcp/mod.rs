@@ -5,10 +5,10 @@
 //!
 //! The protocol is the official Rust SDK's (`rmcp`): [`PagesMcp`] is its
 //! `ServerHandler`, and its `StreamableHttpService` (built for tower) is driven from
-//! an actix route by [`transport`], which first applies what every API request gets
-//! (the `Origin` rule, the body cap, deadline and open-bodies cap) and hands the
-//! request's [`Caller`] (client IP by the trusted-proxy rules, public origin) to the
-//! tools. The tools ([`tools`]) call the operations the HTTP routes call, so a call
+//! an actix route by [`transport`], which first applies the name and `Origin` rules
+//! of `/mcp`, what every API request gets (the body cap, deadline and open-bodies
+//! cap) and the JSON-RPC envelope rules ([`envelope`]), and hands the request's
+//! [`Caller`] (client IP by the trusted-proxy rules, public origin) to the tools. The tools ([`tools`]) call the operations the HTTP routes call, so a call
 //! spends the same budgets, once, as the same client.
 //!
 //! Protocol versions served: [`PROTOCOL_VERSIONS`] (2024-11-05, 2025-03-26,

@@ -1,12 +1,13 @@
-//! The `Origin` rule of `/mcp` (`AGENT_PAGES_MCP_ALLOWED_ORIGINS`): which browser
-//! origins may call it beside the service's own, against DNS rebinding (the MCP
-//! transport's security notes). Parsed by `configuration`, applied by `transport`.
+//! `AGENT_PAGES_MCP_ALLOWED_ORIGINS`: which browser origins may call `/mcp` beside the
+//! service's own (the MCP transport's security notes). Parsed by `configuration`,
+//! applied with the service's own origins by `routes::own_origins`.
 
 /// Browser origins `/mcp` accepts beside the service's own
 /// (`AGENT_PAGES_MCP_ALLOWED_ORIGINS`, comma-separated `scheme://host[:port]`, or
 /// `*` for any). A request without `Origin` (agents, command-line clients) is
-/// always accepted; one with an `Origin` that is neither the service's own public
-/// origin nor listed is refused with 403 `/problems/origin-not-allowed`.
+/// always accepted; one with an `Origin` that is neither one of the service's own
+/// (`routes::own_origins`) nor listed is refused with 403
+/// `/problems/origin-not-allowed`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AllowedOrigins {
     any: bool,
@@ -46,11 +47,10 @@ impl std::str::FromStr for AllowedOrigins {
 }
 
 impl AllowedOrigins {
-    /// Whether a request from `origin` (its `Origin` header) is served, when the
-    /// service's own public origin is `own` (`scheme://host`).
-    pub fn allows(&self, origin: &str, own: &str) -> bool {
+    /// Whether `origin` (an `Origin` header) is listed (or `*` was given).
+    pub fn allows(&self, origin: &str) -> bool {
         let origin = origin.trim().to_ascii_lowercase();
-        self.any || origin == own || self.listed.contains(&origin)
+        self.any || self.listed.contains(&origin)
     }
 }
 
@@ -63,14 +63,13 @@ mod tests {
         let allowed: AllowedOrigins = "https://App.example/, http://localhost:3000"
             .parse()
             .unwrap();
-        assert!(allowed.allows("https://app.example", "http://pages.example"));
-        assert!(allowed.allows("http://localhost:3000", "http://pages.example"));
-        assert!(!allowed.allows("http://localhost:3001", "http://pages.example"));
-        assert!(allowed.allows("http://pages.example", "http://pages.example"));
-        assert!(!allowed.allows("null", "http://pages.example"));
+        assert!(allowed.allows("https://app.example"));
+        assert!(allowed.allows("http://localhost:3000"));
+        assert!(!allowed.allows("http://localhost:3001"));
+        assert!(!allowed.allows("null"));
         let none = AllowedOrigins::default();
-        assert!(!none.allows("https://evil.example", "http://pages.example"));
-        assert!("*".parse::<AllowedOrigins>().unwrap().allows("null", "x"));
+        assert!(!none.allows("https://evil.example"));
+        assert!("*".parse::<AllowedOrigins>().unwrap().allows("null"));
         for bad in ["app.example", "ftp://a", "https://a/path", "https://"] {
             assert!(bad.parse::<AllowedOrigins>().is_err(), "{bad}");
         }

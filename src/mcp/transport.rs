@@ -1,9 +1,9 @@
 //! `/mcp` on the service's own listener: the SDK's Streamable HTTP service (stateless,
 //! JSON answers) driven from an actix route.
 //!
-//! Before the SDK sees a request, the route applies what every API request gets:
-//! the `Origin` rule ([`AllowedOrigins`], against DNS rebinding: the transport's
-//! security notes), then the API's body rules (300 KiB, refused from
+//! Before the SDK sees a request, the route applies the service's own rules: the name
+//! and `Origin` rules of `/mcp` ([`OwnOrigins::check_mcp`], against DNS rebinding:
+//! the transport's security notes), the API's body rules (300 KiB, refused from
 //! `Content-Length` first; `AGENT_PAGES_BODY_TIMEOUT_SECS`; a slot among
 //! `AGENT_PAGES_MAX_OPEN_BODIES`), each refusal a problem document, and then the
 //! JSON-RPC envelope ([`envelope::check`]: a malformed one is a JSON-RPC error). The
@@ -23,29 +23,26 @@ use http_body_util::{BodyExt as _, BodyStream, Full};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::origins::AllowedOrigins;
 use super::{envelope, PagesMcp};
 use crate::routes::api::body::{self, BODY_LIMIT};
 use crate::routes::api::error::ApiError;
 use crate::routes::api::Caller;
-use crate::routes::problem::Problem;
+use crate::routes::own_origins::OwnOrigins;
 use crate::state::AppState;
 
 /// The SDK's service as `/mcp` runs it.
 pub type Service = StreamableHttpService<PagesMcp, NeverSessionManager>;
 
-/// What the `/mcp` route holds: the SDK's service and the allowed origins.
+/// What the `/mcp` route holds: the SDK's service.
 pub struct Endpoint {
     service: Service,
-    origins: AllowedOrigins,
 }
 
 impl Endpoint {
     /// The endpoint over `state`: stateless (no session, every POST answered on its
     /// own), JSON answers; Host and Origin are checked by the route, not the SDK
-    /// (its Host list is for loopback-only servers, and the service's own origin is
-    /// the one each request names).
-    pub fn new(state: web::Data<AppState>, origins: AllowedOrigins) -> Self {
+    /// (its lists know neither trusted proxies nor the bound address).
+    pub fn new(state: web::Data<AppState>) -> Self {
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
             .with_json_response(true)
@@ -59,40 +56,22 @@ impl Endpoint {
             Arc::new(NeverSessionManager::default()),
             config,
         );
-        Self { service, origins }
+        Self { service }
     }
-}
-
-/// The `Origin` refusal: a browser page on another site may not drive `/mcp`.
-fn origin_refused() -> HttpResponse {
-    Problem::new(
-        StatusCode::FORBIDDEN,
-        "/problems/origin-not-allowed",
-        "Origin not allowed",
-        "requests to /mcp from this browser origin are refused: see \
-         AGENT_PAGES_MCP_ALLOWED_ORIGINS"
-            .into(),
-    )
-    .response()
 }
 
 /// The route: every method of `/mcp`.
 pub async fn mcp(
     state: web::Data<AppState>,
     endpoint: web::Data<Endpoint>,
+    own: web::Data<OwnOrigins>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let caller = Caller::of(&req, &state.trusted_proxies);
-    if let Some(origin) = req.headers().get(header::ORIGIN) {
-        let own = caller.origin.url("");
-        let allowed = origin
-            .to_str()
-            .is_ok_and(|origin| endpoint.origins.allows(origin, &own));
-        if !allowed {
-            return Ok(origin_refused());
-        }
+    if let Err(refusal) = own.check_mcp(&req, &state.trusted_proxies) {
+        return Ok(refusal.response());
     }
+    let caller = Caller::of(&req, &state.trusted_proxies);
     let post = req.method() == actix_web::http::Method::POST;
     let body = if post {
         body::read_capped(&state.api.bodies, &req, payload, BODY_LIMIT).await?

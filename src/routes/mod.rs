@@ -7,6 +7,7 @@ pub mod health;
 pub mod ledger;
 pub mod metrics;
 pub mod origin;
+pub mod own_origins;
 pub mod problem;
 pub mod rate_limit_headers;
 pub mod search;

@@ -1,11 +1,14 @@
 //! The public origin (scheme and host) of a request, for absolute URLs in answers.
 //!
+//! With `AGENT_PAGES_PUBLIC_URL` set ([`super::own_origins::PublicUrl`]) that is the
+//! origin of every answer, whatever the request or a proxy names. Without it:
 //! `X-Forwarded-Host`, `X-Forwarded-Proto` and `Forwarded` (RFC 7239 `host=`,
 //! `proto=`) are believed only when the socket peer is a trusted proxy — the same
 //! rule, through [`super::peer_is_trusted`], as the client address of gate 2 — and a
 //! forwarded scheme only when it is `http` or `https`. Otherwise the request's own
 //! `Host` is used, with the scheme of the connection itself. actix's
 //! `connection_info()` believes forwarded headers from anyone, so it is not used.
+//! (Which names `/mcp` answers at all is `super::own_origins`'s rule.)
 
 use actix_web::http::header::{HeaderMap, HOST};
 use actix_web::http::uri::Authority;
@@ -30,8 +33,38 @@ impl Origin {
     }
 }
 
-/// The origin of `req`: forwarded values from a trusted peer, else its own.
+/// The origin of `req`'s answers: the public URL's when one is configured, else
+/// [`asked`].
 pub fn of(req: &HttpRequest, trusted: &TrustedProxies) -> Origin {
+    match super::own_origins::of(req).and_then(|own| own.public()) {
+        Some(public) => public.origin(),
+        None => asked(req, trusted),
+    }
+}
+
+/// The name the client asked for, as `Host` carries it (`host[:port]`, unchecked): a
+/// trusted proxy's forwarded host when it gives one, else the request's own `Host`
+/// (or, in HTTP/2, its authority). `None` when there is none.
+pub fn asked_authority(req: &HttpRequest, trusted: &TrustedProxies) -> Option<String> {
+    let headers = req.headers();
+    let forwarded = super::peer_is_trusted(req, trusted)
+        .then(|| {
+            last_forwarded_param(headers, "host")
+                .or_else(|| last_list_value(headers, "x-forwarded-host"))
+        })
+        .flatten();
+    forwarded
+        .or_else(|| {
+            headers
+                .get(HOST)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_owned())
+        })
+        .or_else(|| req.uri().authority().map(|a| a.as_str().to_owned()))
+        .filter(|a| !a.is_empty())
+}
+
+/// The origin `req` names: forwarded values from a trusted peer, else its own.
+pub fn asked(req: &HttpRequest, trusted: &TrustedProxies) -> Origin {
     let own_scheme = if req.app_config().secure() {
         "https"
     } else {

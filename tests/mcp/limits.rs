@@ -75,7 +75,7 @@ async fn by_default_every_other_origin_is_refused() {
 async fn a_body_over_the_api_cap_is_refused_from_its_length() {
     let app = spawn_app().await;
     let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
         agent_pages::routes::api::body::BODY_LIMIT + 1
     );
@@ -128,5 +128,6 @@ async fn a_body_being_read_holds_one_of_the_open_bodies() {
 }
 
 /// A POST whose body never comes in full.
-const SLOW_HEAD: &str = "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+const SLOW_HEAD: &str =
+    "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
     Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{";

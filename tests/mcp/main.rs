@@ -11,4 +11,5 @@ mod budgets;
 mod envelope;
 mod lifecycle;
 mod limits;
+mod rebinding;
 mod tools;
