@@ -56,9 +56,16 @@ enum Command {
     /// Serve MCP on stdin/stdout, relaying every tool call to a running service's
     /// `/mcp` (for agents that launch their tools as local processes).
     Mcp {
-        /// The service's MCP endpoint, e.g. `https://pages.example/mcp`.
+        /// The service's MCP endpoint, e.g. `https://pages.example/mcp` (a URL
+        /// without a path gets `/mcp`).
         #[arg(long, env = "AGENT_PAGES_MCP_URL")]
         url: String,
+        /// Seconds one relayed call may take before it is answered with an error
+        /// naming the URL (the handshake has 5).
+        #[arg(long, env = "AGENT_PAGES_MCP_TIMEOUT_SECS",
+              default_value_t = crate::mcp::bridge::CALL_DEADLINE.as_secs(),
+              value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout_secs: u64,
     },
 }
 
@@ -100,7 +107,9 @@ pub fn main(release_free_memory: fn()) -> ExitCode {
             ),
             Err(e) => return config_error(&e.to_string()),
         },
-        Command::Mcp { url } => crate::mcp::bridge::run(&url),
+        Command::Mcp { url, timeout_secs } => {
+            crate::mcp::bridge::run(&url, std::time::Duration::from_secs(timeout_secs))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
