@@ -19,8 +19,6 @@
 //! tools parse their arguments (they receive an already deduplicated map). Error
 //! messages never quote a value (a PIN may be one).
 
-use std::cell::RefCell;
-use std::collections::HashSet;
 use std::fmt;
 
 use actix_web::http::header::{self, HeaderMap};
@@ -30,8 +28,9 @@ use rmcp::model::{
     CallToolRequestMethod, ClientJsonRpcMessage, ClientRequest, ConstString, DiscoverRequestMethod,
     ErrorCode, InitializeResultMethod, JsonRpcMessage, ListToolsRequestMethod, PingRequestMethod,
 };
-use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{json, Value};
+
+use super::repeated_keys::first_repeated_key;
 
 /// The header whose repetition is refused.
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -233,120 +232,6 @@ fn invalid_params(id: &Value, what: impl fmt::Display) -> Refusal {
     )
 }
 
-/// A key met twice in one object, and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Repeated {
-    /// Members from the message down to the object, e.g. `["params", "arguments"]`.
-    path: Vec<String>,
-    key: String,
-}
-
-impl Repeated {
-    fn in_params(&self) -> bool {
-        self.path.first().is_some_and(|first| first == "params")
-    }
-}
-
-impl fmt::Display for Repeated {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.path.as_slice() {
-            [] => write!(f, "`{}`", self.key),
-            path => write!(f, "`{}` in `{}`", self.key, path.join(".")),
-        }
-    }
-}
-
-/// The first key repeated in any object of `json` (which already parsed).
-fn first_repeated_key(json: &[u8]) -> Option<Repeated> {
-    let found = RefCell::new(None);
-    let mut de = serde_json::Deserializer::from_slice(json);
-    let _ = Walk {
-        path: &[],
-        found: &found,
-    }
-    .deserialize(&mut de);
-    found.into_inner()
-}
-
-/// Visits every value, remembering the first repeated key (and failing there, to
-/// stop the walk).
-struct Walk<'a> {
-    path: &'a [String],
-    found: &'a RefCell<Option<Repeated>>,
-}
-
-impl<'de> DeserializeSeed<'de> for Walk<'_> {
-    type Value = ();
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
-        de.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Walk<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut path = self.path.to_vec();
-        path.push(String::new());
-        for index in 0.. {
-            *path.last_mut().expect("pushed") = format!("{index}");
-            let walk = Walk {
-                path: &path,
-                found: self.found,
-            };
-            if seq.next_element_seed(walk)?.is_none() {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if seen.contains(&key) {
-                *self.found.borrow_mut() = Some(Repeated {
-                    path: self.path.to_vec(),
-                    key,
-                });
-                return Err(A::Error::custom("repeated key"));
-            }
-            let mut path = self.path.to_vec();
-            path.push(key.clone());
-            map.next_value_seed(Walk {
-                path: &path,
-                found: self.found,
-            })?;
-            seen.insert(key);
-        }
-        Ok(())
-    }
-}
-
 /// An error answer of the SDK in plain text, as a JSON-RPC error of the same status
 /// (-32600, no `id`); any other answer is `None` (kept as it is).
 pub fn as_json_rpc(status: StatusCode, content_type: Option<&str>, body: &[u8]) -> Option<Refusal> {
@@ -391,22 +276,6 @@ mod tests {
     fn refused(body: &str) -> (i32, u16, Value) {
         let r = check(&HeaderMap::new(), body.as_bytes()).unwrap_err();
         (r.code.0, r.status.as_u16(), r.id)
-    }
-
-    #[test]
-    fn repeated_keys_are_found_at_any_depth_and_named_by_path() {
-        let found = |json: &str| first_repeated_key(json.as_bytes()).map(|r| r.to_string());
-        assert_eq!(found(r#"{"a": 1, "b": {"c": [1, {"d": 2}]}}"#), None);
-        assert_eq!(found(r#"{"a": 1, "a": 2}"#).as_deref(), Some("`a`"));
-        assert_eq!(
-            found(r#"{"params": {"arguments": {"title": "x", "pin": "1", "title": "y"}}}"#)
-                .as_deref(),
-            Some("`title` in `params.arguments`")
-        );
-        assert_eq!(
-            found(r#"{"p": [{"k": 1}, {"k": 1, "k": 2}]}"#).as_deref(),
-            Some("`k` in `p.1`")
-        );
     }
 
     #[test]

@@ -18,6 +18,7 @@
 pub mod bridge;
 pub mod envelope;
 pub mod origins;
+pub mod repeated_keys;
 pub mod tools;
 pub mod transport;
 

@@ -43,7 +43,8 @@ pub async fn set_theme(
         .as_deref()
         .and_then(local_path)
         .or_else(|| {
-            let origin = crate::routes::origin::of(&req, &state.trusted_proxies);
+            // The name this visitor used, public URL or not: the page it came from.
+            let origin = crate::routes::origin::asked(&req, &state.trusted_proxies);
             referer_path(&req, &origin.host)
         })
         .unwrap_or_else(|| "/".to_owned());
