@@ -281,9 +281,13 @@ async fn through_nginx_mcp_answers_the_public_name_and_refuses_a_rebound_one() {
         }
         r.send()
     };
-    let r = publish("pages.example", Some("http://pages.example"), "Proxied words")
-        .await
-        .unwrap();
+    let r = publish(
+        "pages.example",
+        Some("http://pages.example"),
+        "Proxied words",
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status(), 200);
     let answer: serde_json::Value = r.json().await.unwrap();
     assert_eq!(
