@@ -79,6 +79,7 @@ fn a_bad_setting_stops_start_up_with_one_line_naming_the_variable() {
         ("AGENT_PAGES_BIND", "nowhere"),
         ("AGENT_PAGES_LOG_FORMAT", "xml"),
         ("AGENT_PAGES_MCP_ALLOWED_ORIGINS", "app.example"),
+        ("AGENT_PAGES_PUBLIC_URL", "https://pages.example/app"),
     ] {
         let out = agent_pages(dir.path())
             .arg("serve")
