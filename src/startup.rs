@@ -58,7 +58,7 @@ pub const LINGER: Duration = Duration::from_secs(1);
 pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(30);
 
 /// Every read from the network has a deadline: the first headers, idle keep-alive,
-/// the linger after a refusal, the drain at shutdown (bodies: `routes::api::body`).
+/// the linger after a refusal, the drain at shutdown (bodies: `http::body`).
 /// A macro because `HttpServer`'s type parameters make a function of it unwieldy.
 macro_rules! with_deadlines {
     ($server:expr) => {
@@ -147,7 +147,7 @@ impl Application {
                 (BudgetStore::redis(counters), None)
             }
         };
-        let metrics = Arc::new(Metrics::new(&routes::search::outcome::labels(
+        let metrics = Arc::new(Metrics::new(&crate::operations::search::outcome::labels(
             &settings.search_budget,
         )));
         let scorers = ScorerPool::start(

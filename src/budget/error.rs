@@ -6,7 +6,7 @@ use super::rate_limiter;
 use crate::db::{DbError, Fault};
 
 /// Why a budget operation has no answer. Callers answer by [`StoreError::fault`]
-/// (`crate::routes::faults` says how); the cause is for logs only.
+/// (`crate::faults` says how); the cause is for logs only.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The SQLite counters failed for a reason of ours (bad SQL, misuse).

@@ -2,7 +2,7 @@
 //! (pages or budget counters) it came from: one [`Fault`] class per way to answer
 //! it, and [`SQLITE_CODES`], the one table that gives each of SQLite's result codes
 //! its class. How each class is answered, route by route, is
-//! `crate::routes::faults`' table.
+//! `crate::faults`' table.
 
 use rusqlite::ErrorCode;
 

@@ -15,14 +15,15 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::routes::api::error::ApiError;
-use crate::routes::api::openapi::{MAX_PAGE, SLUG_PATTERN};
-use crate::routes::api::types::{
+use crate::operations::error::ApiError;
+use crate::operations::pages::{self as api, MAX_PAGE};
+use crate::operations::problem::Problem;
+use crate::operations::search::{self, JsonReply};
+use crate::operations::types::{
     CreatePage, Created, ListQuery, PageList, PageView, StateChanged, UpdatePage, Updated,
+    SLUG_PATTERN,
 };
-use crate::routes::api::{self, body, Caller};
-use crate::routes::problem::Problem;
-use crate::routes::search::{self, JsonReply};
+use crate::operations::{body, Caller};
 use crate::search::query::QUERY_MAX;
 use crate::state::AppState;
 
@@ -473,7 +474,7 @@ mod tests {
         assert_eq!(pin["maxLength"], json!(crate::pin::PIN_MAX));
         assert_eq!(
             pin["pattern"],
-            json!(crate::routes::api::types::PATTERNS.pin)
+            json!(crate::operations::types::PATTERNS.pin)
         );
         assert_eq!(props["slug"]["pattern"], json!(SLUG_PATTERN));
         assert_eq!(

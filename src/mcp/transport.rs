@@ -6,7 +6,7 @@
 //! security notes), then the API's body rules (300 KiB, refused from
 //! `Content-Length` first; `AGENT_PAGES_BODY_TIMEOUT_SECS`; a slot among
 //! `AGENT_PAGES_MAX_OPEN_BODIES`), each refusal a problem document. The request's
-//! [`Caller`] (client IP by the trusted-proxy rules, public origin) rides on the
+//! [`Caller`](crate::operations::Caller) (client IP by the trusted-proxy rules, public origin) rides on the
 //! converted request's extensions to the tools. The SDK checks the rest of the
 //! transport (method, `Accept`, `Content-Type`, `MCP-Protocol-Version`, the JSON-RPC
 //! message) and answers those refusals itself.
@@ -23,10 +23,9 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::origins::AllowedOrigins;
 use super::PagesMcp;
-use crate::routes::api::body::{self, BODY_LIMIT};
-use crate::routes::api::error::ApiError;
-use crate::routes::api::Caller;
-use crate::routes::problem::Problem;
+use crate::http::body::{self, BODY_LIMIT};
+use crate::operations::error::ApiError;
+use crate::operations::problem::Problem;
 use crate::state::AppState;
 
 /// The SDK's service as `/mcp` runs it.
@@ -63,15 +62,14 @@ impl Endpoint {
 
 /// The `Origin` refusal: a browser page on another site may not drive `/mcp`.
 fn origin_refused() -> HttpResponse {
-    Problem::new(
+    crate::http::problem::response(Problem::new(
         StatusCode::FORBIDDEN,
         "/problems/origin-not-allowed",
         "Origin not allowed",
         "requests to /mcp from this browser origin are refused: see \
          AGENT_PAGES_MCP_ALLOWED_ORIGINS"
             .into(),
-    )
-    .response()
+    ))
 }
 
 /// The route: every method of `/mcp`.
@@ -81,7 +79,7 @@ pub async fn mcp(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let caller = Caller::of(&req, &state.trusted_proxies);
+    let caller = crate::http::caller(&req, &state.trusted_proxies);
     if let Some(origin) = req.headers().get(header::ORIGIN) {
         let own = caller.origin.url("");
         let allowed = origin

@@ -56,7 +56,7 @@ pub enum PageStoreError {
 }
 
 impl PageStoreError {
-    /// Its class, for `crate::routes::faults`' table.
+    /// Its class, for `crate::faults`' table.
     pub fn fault(&self) -> crate::db::Fault {
         match self {
             PageStoreError::Busy(_) => crate::db::Fault::Busy,

@@ -43,7 +43,7 @@ pub async fn set_theme(
         .as_deref()
         .and_then(local_path)
         .or_else(|| {
-            let origin = crate::routes::origin::of(&req, &state.trusted_proxies);
+            let origin = crate::http::origin::of(&req, &state.trusted_proxies);
             referer_path(&req, &origin.host)
         })
         .unwrap_or_else(|| "/".to_owned());
