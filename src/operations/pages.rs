@@ -6,6 +6,14 @@
 //! [`ApiError`]. `routes::api` and the MCP tools only translate a request into one
 //! of these calls and its answer into HTTP or a tool result, so both count against
 //! the same budgets.
+//!
+//! A write names the page it changes as a [`Target`] (slug and PIN as sent), states
+//! its [`Conditions`], and answers [`Written`] (its body and the spend's
+//! `RateLimit` values). Those three are where a write grows: a precondition on the
+//! page's version or an idempotency key is a field of [`Conditions`] that each face
+//! fills from its request, an outcome such as "version mismatch" is an [`ApiError`]
+//! kind both faces already answer from its problem row, and what a write answers
+//! beside its body is a field of [`Written`].
 
 use super::error::ApiError;
 use super::publish_budget::{self, Spent};
@@ -18,6 +26,32 @@ use crate::domain::{NewPage, PageBody, PageSlug, PageTitle};
 use crate::page_store::{CreateRefused, StateChange};
 use crate::pin;
 use crate::state::AppState;
+
+/// The page a write changes, as the request named it: what update, archive and
+/// claim take beside their own fields.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    /// The slug as sent (a path segment, a tool argument); one that breaks the slug
+    /// pattern names no page (404).
+    pub slug: &'a str,
+    /// The PIN as sent (the `X-Page-Pin` header, the tool's `pin`), `None` when
+    /// none was; checked by [`pin_check::authorize`].
+    pub pin: Option<&'a [u8]>,
+}
+
+/// What a write must find before it is made, beside its PIN: nothing yet. The
+/// expected version of a conditional write and the key of an idempotent one go
+/// here, so each face fills them in one place and every write checks them in one.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Conditions {}
+
+/// What a page write answers: the body both faces send, and the `RateLimit` values
+/// of the publish budget it spent (the HTTP face's headers).
+#[derive(Debug, Clone)]
+pub struct Written<T> {
+    pub answer: T,
+    pub spent: Spent,
+}
 
 /// Rows of `GET /api/pages` unless `per_page` says otherwise, and the most it may say.
 pub const DEFAULT_PER_PAGE: i64 = 50;
@@ -37,7 +71,8 @@ pub async fn publish(
     state: &AppState,
     caller: &Caller,
     input: CreatePage,
-) -> Result<(Created, Spent), ApiError> {
+    _conditions: Conditions,
+) -> Result<Written<Created>, ApiError> {
     let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
     let spent = publish_budget::spend(state, &caller.client).await?;
     let pin_hash = match input.pin {
@@ -52,19 +87,19 @@ pub async fn publish(
         .await?
         .map_err(|CreateRefused::SlugTaken(slug)| ApiError::Conflict(slug.to_string()))?;
     let slug = created.slug.to_string();
-    Ok((
-        Created {
+    Ok(Written {
+        answer: Created {
             url: caller.page_url(&slug),
             version: created.version,
             slug,
         },
         spent,
-    ))
+    })
 }
 
 /// One page of the ledger as `GET /api/pages` answers it; `query` holds `page` and
 /// `per_page` as sent (text), checked here.
-pub async fn list_pages(
+pub async fn list(
     state: &AppState,
     caller: &Caller,
     query: &ListQuery,
@@ -133,76 +168,79 @@ pub async fn read(state: &AppState, caller: &Caller, slug: &str) -> Result<PageV
     })
 }
 
-/// Updates the page `slug` with `input` for `caller`, who shows `pin` (the
-/// `X-Page-Pin` header as sent): fields, then the publish budget, then the PIN
-/// check ([`pin_check::authorize`]), then the write. Errors as `PUT /api/pages/{slug}`
+/// Replaces title and/or body of the page `target` names, for `caller`: the slug,
+/// the fields, then the publish budget, then the PIN check
+/// ([`pin_check::authorize`]), then the write. Errors as `PUT /api/pages/{slug}`
 /// answers them.
-pub async fn update_page(
+pub async fn update(
     state: &AppState,
     caller: &Caller,
-    slug: PageSlug,
+    target: Target<'_>,
     input: UpdatePage,
-    pin: Option<&[u8]>,
-) -> Result<(Updated, Spent), ApiError> {
+    _conditions: Conditions,
+) -> Result<Written<Updated>, ApiError> {
+    let slug = path_slug(target.slug)?;
     if input.title.is_none() && input.body.is_none() {
         return Err(ApiError::validation("title", "give title, body or both"));
     }
     let title = input.title.as_deref().map(PageTitle::parse).transpose()?;
     let body = input.body.map(PageBody::parse).transpose()?;
     let spent = publish_budget::spend(state, &caller.client).await?;
-    let id = pin_check::authorize(state, &caller.client, &slug, pin).await?;
+    let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
     let now = state.clock.now();
     let version = state.pages.store.update(id, title, body, now).await?;
-    Ok((
-        Updated {
+    Ok(Written {
+        answer: Updated {
             slug: slug.to_string(),
             version,
         },
         spent,
-    ))
+    })
 }
 
-/// Archives the page `slug` for `caller`, who shows `pin`; errors as
+/// Archives the page `target` names, for `caller`; errors as
 /// `POST /api/pages/{slug}/archive` answers them.
-pub async fn archive_page(
+pub async fn archive(
     state: &AppState,
     caller: &Caller,
-    slug: &str,
-    pin: Option<&[u8]>,
-) -> Result<(StateChanged, Spent), ApiError> {
-    change_state(state, caller, slug, pin, StateChange::Archive).await
+    target: Target<'_>,
+    conditions: Conditions,
+) -> Result<Written<StateChanged>, ApiError> {
+    change_state(state, caller, target, conditions, StateChange::Archive).await
 }
 
-/// Claims the page `slug` for `caller`, who shows `pin`; errors as
+/// Claims the page `target` names, for `caller`; errors as
 /// `POST /api/pages/{slug}/claim` answers them.
-pub async fn claim_page(
+pub async fn claim(
     state: &AppState,
     caller: &Caller,
-    slug: &str,
-    pin: Option<&[u8]>,
-) -> Result<(StateChanged, Spent), ApiError> {
-    change_state(state, caller, slug, pin, StateChange::Claim).await
+    target: Target<'_>,
+    conditions: Conditions,
+) -> Result<Written<StateChanged>, ApiError> {
+    change_state(state, caller, target, conditions, StateChange::Claim).await
 }
 
+/// Archive or claim: the slug, then the publish budget, then the PIN check, then
+/// the write.
 async fn change_state(
     state: &AppState,
     caller: &Caller,
-    slug: &str,
-    pin: Option<&[u8]>,
+    target: Target<'_>,
+    _conditions: Conditions,
     change: StateChange,
-) -> Result<(StateChanged, Spent), ApiError> {
-    let slug = path_slug(slug)?;
+) -> Result<Written<StateChanged>, ApiError> {
+    let slug = path_slug(target.slug)?;
     let spent = publish_budget::spend(state, &caller.client).await?;
-    let id = pin_check::authorize(state, &caller.client, &slug, pin).await?;
+    let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
     let now = state.clock.now();
     let after = state.pages.store.change_state(id, change, now).await?;
-    Ok((
-        StateChanged {
+    Ok(Written {
+        answer: StateChanged {
             slug: after.slug,
             version: after.version,
             lifecycle: after.lifecycle,
             claimed_at: after.claimed_at,
         },
         spent,
-    ))
+    })
 }

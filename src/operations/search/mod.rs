@@ -1,11 +1,11 @@
 //! Search as an operation, whichever face asks (`GET /search`, the MCP tool
-//! `search_pages`): the five gates in order, ending in one [`Outcome`] per row of
-//! the outcome matrix ([`outcome`]), and the one log event and metric of each
-//! search ([`record`]). The faces turn the outcome into their answer: the JSON one
-//! is [`json`]'s (what `/search` sends with `Accept: application/json` and the tool
-//! returns), the HTML one the routes'.
+//! `search_pages`): [`search`] walks the five gates in order, ending in one
+//! [`Outcome`] per row of the outcome matrix ([`outcome`]), and records the one log
+//! event and metric of the search. The faces turn the outcome into their answer:
+//! the JSON one is [`json`]'s (what `/search` sends with `Accept: application/json`
+//! and the tool returns, [`search_json`]), the HTML one the routes'.
 //!
-//! [`run`] walks the gates and returns an [`Outcome`]. After gate 1 an admission
+//! After gate 1 an admission
 //! permit bounds the requests in flight (503 before any budget is spent when none
 //! is left); at gate 5 identical concurrent misses share one scoring (single
 //! flight, `X-Search-Cache: join`).
@@ -33,6 +33,13 @@ use crate::state::AppState;
 pub use json::JsonReply;
 pub use outcome::{CacheStatus, Outcome};
 
+/// One search as the faces answer it: how it ended, and what the search event
+/// and the `RateLimit` headers need beside that.
+pub struct Searched {
+    pub outcome: Outcome,
+    pub trace: Trace,
+}
+
 /// What the search event and the rate-limit headers need beside the outcome;
 /// never the query.
 #[derive(Default)]
@@ -43,16 +50,23 @@ pub struct Trace {
     pub decision: Option<Decision>,
 }
 
-/// One search for `client` as `/search` answers it with `Accept: application/json`
-/// (the same gates, budget, cache, log event and metric), for callers that are not
-/// the HTTP route (the MCP tool `search_pages`). `raw_query` is a URL query string
-/// (`q=…&page=N`, encoded). A missing or blank `q`, which `/search` answers with a
-/// redirect to `/`, is a `/problems/invalid-query` problem here.
-pub async fn search_json(state: &AppState, raw_query: &str, client: &ClientIp) -> JsonReply {
+/// One search for `client`: `raw_query` is the URL query string as sent
+/// (`q=…&page=N`, encoded), checked by gate 1. Every outcome is recorded here, once
+/// (the search event and its metric), whichever face answers it.
+pub async fn search(state: &AppState, raw_query: &str, client: &ClientIp) -> Searched {
     let started = Instant::now();
     let mut trace = Trace::default();
     let outcome = run(state, raw_query, client, &mut trace).await;
     record(state, &outcome, &trace, started);
+    Searched { outcome, trace }
+}
+
+/// [`search`] as `/search` answers it with `Accept: application/json` (the same
+/// gates, budget, cache, log event and metric), for callers that are not the HTTP
+/// route (the MCP tool `search_pages`). A missing or blank `q`, which `/search`
+/// answers with a redirect to `/`, is a `/problems/invalid-query` problem here.
+pub async fn search_json(state: &AppState, raw_query: &str, client: &ClientIp) -> JsonReply {
+    let Searched { outcome, .. } = search(state, raw_query, client).await;
     if let Outcome::Missing = outcome {
         return JsonReply::Problem(crate::operations::problem::Problem::new(
             actix_web::http::StatusCode::BAD_REQUEST,
@@ -76,7 +90,7 @@ pub async fn search_json(state: &AppState, raw_query: &str, client: &ClientIp) -
 
 /// The one log event and metric of a search, whoever answers it (the route, or an
 /// MCP tool call); never the query.
-pub fn record(state: &AppState, outcome: &Outcome, trace: &Trace, started: Instant) {
+fn record(state: &AppState, outcome: &Outcome, trace: &Trace, started: Instant) {
     let kind = outcome.kind();
     let label = outcome.label(&state.budgets.search);
     state.metrics.count(&label);
@@ -117,12 +131,7 @@ impl std::fmt::Display for Counts<'_> {
     }
 }
 
-pub async fn run(
-    state: &AppState,
-    raw_query: &str,
-    client: &ClientIp,
-    trace: &mut Trace,
-) -> Outcome {
+async fn run(state: &AppState, raw_query: &str, client: &ClientIp, trace: &mut Trace) -> Outcome {
     // Gate 1: validation, spends nothing.
     let query = match SearchQuery::parse(raw_query) {
         Gate1::Valid(q) => q,

@@ -16,9 +16,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::http::body;
 use crate::http::rate_limit_headers::with_spent;
 use crate::operations::error::{ApiError, Problem};
-use crate::operations::pages;
+use crate::operations::pages::{self, Conditions, Target, Written};
 use crate::operations::pin_check;
-use crate::operations::publish_budget::Spent;
 use crate::operations::types::{
     CreatePage, Created, ListQuery, PageList, PageView, StateChanged, UpdatePage, Updated,
 };
@@ -73,11 +72,18 @@ async fn wrong_method(allow: &'static str) -> Result<HttpResponse, ApiError> {
     Err(ApiError::MethodNotAllowed { allow })
 }
 
-/// The `X-Page-Pin` header of `req`, as sent.
-fn pin_header(req: &HttpRequest) -> Option<&[u8]> {
-    req.headers()
+/// The page `slug` names with the `X-Page-Pin` header of `req`, as sent.
+fn target<'a>(req: &'a HttpRequest, slug: &'a str) -> Target<'a> {
+    let pin = req
+        .headers()
         .get(pin_check::PIN_HEADER)
-        .map(|v| v.as_bytes())
+        .map(|v| v.as_bytes());
+    Target { slug, pin }
+}
+
+/// The conditions of the write `req` asks for (none yet: see [`Conditions`]).
+fn conditions(_req: &HttpRequest) -> Conditions {
+    Conditions::default()
 }
 
 /// Publish a page.
@@ -120,13 +126,13 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let input: CreatePage = body::read_json(&state.api.bodies, &req, payload).await?;
     let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let (created, spent) = pages::publish(&state, &caller, input).await?;
-    Ok(with_spent(
-        HttpResponse::Created()
-            .insert_header((header::LOCATION, format!("/api/pages/{}", created.slug)))
-            .json(created),
-        &spent,
-    ))
+    let written = pages::publish(&state, &caller, input, conditions(&req)).await?;
+    let mut response = HttpResponse::Created();
+    response.insert_header((
+        header::LOCATION,
+        format!("/api/pages/{}", written.answer.slug),
+    ));
+    Ok(spent_headers(written, response))
 }
 
 /// List published pages, newest first.
@@ -148,7 +154,7 @@ pub async fn list(
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let caller = crate::http::caller(&req, &state.trusted_proxies);
-    Ok(HttpResponse::Ok().json(pages::list_pages(&state, &caller, &query).await?))
+    Ok(HttpResponse::Ok().json(pages::list(&state, &caller, &query).await?))
 }
 
 /// Read a published page.
@@ -206,16 +212,21 @@ pub async fn update(
     slug: web::Path<String>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let slug = pages::path_slug(&slug)?;
+    // A slug that names no page is 404 before a byte of the body is read.
+    pages::path_slug(&slug)?;
     let input: UpdatePage = body::read_json(&state.api.bodies, &req, payload).await?;
     let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let updated = pages::update_page(&state, &caller, slug, input, pin_header(&req)).await?;
+    let target = target(&req, &slug);
+    let updated = pages::update(&state, &caller, target, input, conditions(&req)).await?;
     Ok(spent_headers(updated, HttpResponse::Ok()))
 }
 
 /// `response` with `body` as JSON and the spend's `RateLimit` headers.
 fn spent_headers<T: serde::Serialize>(
-    (body, spent): (T, Spent),
+    Written {
+        answer: body,
+        spent,
+    }: Written<T>,
     mut response: actix_web::HttpResponseBuilder,
 ) -> HttpResponse {
     with_spent(response.json(body), &spent)
@@ -248,7 +259,7 @@ pub async fn archive(
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let archived = pages::archive_page(&state, &caller, &slug, pin_header(&req)).await?;
+    let archived = pages::archive(&state, &caller, target(&req, &slug), conditions(&req)).await?;
     Ok(spent_headers(archived, HttpResponse::Ok()))
 }
 
@@ -279,6 +290,6 @@ pub async fn claim(
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let claimed = pages::claim_page(&state, &caller, &slug, pin_header(&req)).await?;
+    let claimed = pages::claim(&state, &caller, target(&req, &slug), conditions(&req)).await?;
     Ok(spent_headers(claimed, HttpResponse::Ok()))
 }

@@ -6,8 +6,6 @@
 mod html;
 mod respond;
 
-use std::time::Instant;
-
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::operations::search;
@@ -15,11 +13,9 @@ use crate::state::AppState;
 
 /// The handler.
 pub async fn search(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
-    let started = Instant::now();
-    let mut trace = search::Trace::default();
     let client = crate::http::client_ip(&req, &state.trusted_proxies);
-    let outcome = search::run(&state, req.query_string(), &client, &mut trace).await;
-    let mut response = respond::respond(&state, &req, &outcome, &trace, started);
-    respond::rate_limit_headers(&state, &trace, &mut response);
+    let searched = search::search(&state, req.query_string(), &client).await;
+    let mut response = respond::respond(&state, &req, &searched.outcome);
+    respond::rate_limit_headers(&state, &searched.trace, &mut response);
     respond::with_search_headers(response)
 }

@@ -1,15 +1,12 @@
 //! From an [`Outcome`] to a response: status, the headers every search answer
-//! carries, the one log event per search ([`search::record`]), and the choice of
-//! HTML or JSON body. Status, label and words come from the outcome table
-//! ([`Outcome::kind`]).
-
-use std::time::Instant;
+//! carries, and the choice of HTML or JSON body. Status, label and words come from
+//! the outcome table ([`Outcome::kind`]).
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse};
 
 use super::html;
-use crate::operations::search::{self, json::json_answer, JsonReply, Outcome, Trace};
+use crate::operations::search::{json::json_answer, JsonReply, Outcome, Trace};
 use crate::state::AppState;
 
 pub(super) fn with_search_headers(mut response: HttpResponse) -> HttpResponse {
@@ -50,14 +47,7 @@ fn wants_json(req: &HttpRequest) -> bool {
         })
 }
 
-pub(super) fn respond(
-    state: &AppState,
-    req: &HttpRequest,
-    outcome: &Outcome,
-    trace: &Trace,
-    started: Instant,
-) -> HttpResponse {
-    search::record(state, outcome, trace, started);
+pub(super) fn respond(state: &AppState, req: &HttpRequest, outcome: &Outcome) -> HttpResponse {
     if matches!(outcome, Outcome::Missing) {
         return HttpResponse::SeeOther()
             .insert_header((header::LOCATION, "/"))
