@@ -169,7 +169,7 @@ async fn fifty_searches_from_one_client_over_two_replicas_admit_exactly_20() {
     // No SQLite file holds a counter: the pages are there, the budget database
     // was never made.
     assert!(database.exists());
-    assert!(!agent_pages::db::budget_path_beside(&database).exists());
+    assert!(!agent_pages::budget::open::path_beside(&database).exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

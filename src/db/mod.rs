@@ -5,7 +5,7 @@
 //! deadpool-sqlite pool ([`create_pool`]).
 //!
 //! The budget counters live in a second file, the budget database ([`open_budget`],
-//! by default [`budget_path_beside`] the page database), whose one write
+//! by default `crate::budget::open::path_beside` the page database), whose one write
 //! connection belongs to the RateLimiter actor: a file has one write lock, and a
 //! page write of any size (an import's transaction, from any process) must never
 //! make a budget write wait for it.
@@ -192,19 +192,6 @@ pub fn open_migrated(path: &Path) -> Result<Connection, DbError> {
     let mut conn = open(path)?;
     migrations::run(&mut conn)?;
     Ok(conn)
-}
-
-/// Where the budget database lives unless configured: beside the page database,
-/// named after it with `.budget` before its extension
-/// (`data/agent-pages.sqlite3` → `data/agent-pages.budget.sqlite3`).
-pub fn budget_path_beside(pages: &Path) -> std::path::PathBuf {
-    let stem = pages.file_stem().map(|s| s.to_string_lossy().into_owned());
-    let name = match (stem, pages.extension()) {
-        (Some(stem), Some(ext)) => format!("{stem}.budget.{}", ext.to_string_lossy()),
-        (Some(stem), None) => format!("{stem}.budget"),
-        (None, _) => "budget.sqlite3".to_owned(),
-    };
-    pages.with_file_name(name)
 }
 
 /// [`open`] for the budget database at `path`, then its migrations

@@ -20,6 +20,7 @@
 //! committed change exactly once, in order.
 
 pub mod moving;
+pub mod open;
 pub mod postgres;
 pub mod sqlite;
 

@@ -102,7 +102,8 @@ async fn a_full_disk_is_answered_503_and_writes_are_kept_again_once_space_is_bac
     let app = spawn_app_in_folder(tmpfs.path(), |s| {
         s.publish_budget.set_limit("minute", 1000);
         s.publish_budget.set_limit("hour", 1000);
-        s.budget_database = elsewhere.path().join("budget.sqlite3");
+        s.budgets =
+            agent_pages::budget::open::BudgetsAt::Sqlite(elsewhere.path().join("budget.sqlite3"));
     })
     .await;
     let body = "x".repeat(250 * 1024);
