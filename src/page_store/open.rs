@@ -14,6 +14,8 @@ use super::PageStore;
 use crate::pg::PgSettings;
 
 /// Where the pages are.
+// Made once per process: the size of the PostgreSQL settings does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum PagesAt {
     /// A SQLite file (`AGENT_PAGES_DATABASE`; created, with its folders, when
