@@ -3,7 +3,8 @@
 //! not in the façade that imports them.
 
 use super::rate_limiter;
-use crate::db::{DbError, Fault};
+use crate::db::DbError;
+use crate::faults::Fault;
 
 /// Why a budget operation has no answer. Callers answer by [`StoreError::fault`]
 /// (`crate::faults` says how); the cause is for logs only.

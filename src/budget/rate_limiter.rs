@@ -37,7 +37,8 @@ use tokio::sync::oneshot;
 
 use super::{sqlite, BucketKeys, Budget, Decision};
 use crate::db::storage::Storage;
-use crate::db::{DbError, Fault};
+use crate::db::DbError;
+use crate::faults::Fault;
 
 /// How long a budget transaction waits for another writer's lock before the
 /// request is answered 503 `budget-unavailable`. Only another process's

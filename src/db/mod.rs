@@ -21,7 +21,7 @@ use std::time::Duration;
 use deadpool_sqlite::{Config, Hook, HookError, Object, Pool, Runtime};
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
-pub use fault::Fault;
+use crate::faults::Fault;
 
 /// How long a statement waits for another writer before failing with `SQLITE_BUSY`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -61,7 +61,7 @@ impl DbError {
     /// be used is unavailable.
     pub fn fault(&self) -> Fault {
         match self {
-            DbError::Sqlite(e) => Fault::of_sqlite(e),
+            DbError::Sqlite(e) => fault::class(e),
             DbError::Pool { fault, .. } => *fault,
             DbError::Storage(_) | DbError::CreateDir { .. } | DbError::Metadata { .. } => {
                 Fault::Unavailable
@@ -92,7 +92,7 @@ impl DbError {
         use deadpool_sqlite::PoolError;
         let fault = match &e {
             PoolError::Timeout(_) => Fault::Busy,
-            PoolError::Backend(e) => Fault::of_sqlite(e),
+            PoolError::Backend(e) => fault::class(e),
             PoolError::Closed | PoolError::PostCreateHook(_) => Fault::Unavailable,
             PoolError::NoRuntimeSpecified => Fault::Bug,
         };

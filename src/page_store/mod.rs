@@ -58,11 +58,11 @@ pub enum PageStoreError {
 
 impl PageStoreError {
     /// Its class, for `crate::faults`' table.
-    pub fn fault(&self) -> crate::db::Fault {
+    pub fn fault(&self) -> crate::faults::Fault {
         match self {
-            PageStoreError::Busy(_) => crate::db::Fault::Busy,
-            PageStoreError::Unavailable(_) => crate::db::Fault::Unavailable,
-            PageStoreError::Failed(_) => crate::db::Fault::Bug,
+            PageStoreError::Busy(_) => crate::faults::Fault::Busy,
+            PageStoreError::Unavailable(_) => crate::faults::Fault::Unavailable,
+            PageStoreError::Failed(_) => crate::faults::Fault::Bug,
         }
     }
 }

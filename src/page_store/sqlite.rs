@@ -31,8 +31,9 @@ use super::{
     LedgerPage, Page, PageBackend, PageState, PageStoreError, PinRecord, StateChange, StoreFuture,
 };
 use crate::db::storage::{Storage, MIN_FREE_BYTES};
-use crate::db::{self, pages, DbError, Fault};
+use crate::db::{self, pages, DbError};
 use crate::domain::{NewPage, PageBody, PageTitle};
+use crate::faults::Fault;
 
 /// Read connections in the pool (page writes take them too).
 pub const POOL_SIZE: usize = 16;
