@@ -15,7 +15,7 @@ use crate::page_store::postgres::PostgresPages;
 use crate::pg::PgSettings;
 use crate::startup::Application;
 use crate::telemetry::{self, LogFormat};
-use crate::{db, import};
+use crate::{import, sqlite};
 
 /// agent-pages: agents publish short text pages; people read the ledger and find
 /// pages with a fuzzy title search.
@@ -200,7 +200,7 @@ fn copy(args: &DatabaseArgs, pg: &PgSettings) -> anyhow::Result<()> {
     if !source.is_file() {
         anyhow::bail!("{} is not a file: nothing to copy", source.display());
     }
-    let conn = db::open_migrated(source)
+    let conn = sqlite::open_migrated(source)
         .with_context(|| format!("opening and migrating {}", source.display()))?;
     let copied = runtime()?.block_on(async {
         let target = page_store::open(&PagesAt::Postgres(pg.clone()), COMMAND_READERS).await?;

@@ -180,7 +180,7 @@ async fn load_demo(pages: &PageStore, now: i64) -> anyhow::Result<()> {
 fn app_state(
     settings: &Settings,
     pages: PageStore,
-    (budget_store, budget_storage): (BudgetStore, Option<Arc<crate::db::storage::Storage>>),
+    (budget_store, budget_storage): (BudgetStore, Option<Arc<crate::sqlite::storage::Storage>>),
 ) -> anyhow::Result<AppState> {
     let metrics = Arc::new(Metrics::new(&crate::operations::search::outcome::labels(
         &settings.search_budget,

@@ -116,7 +116,7 @@ pub struct Budgets {
     /// The counters of every budget (SQLite via the RateLimiter actor, or Redis).
     pub store: BudgetStore,
     /// The budget database's files as opened, for readiness (`None` with Redis).
-    pub storage: Option<Arc<crate::db::storage::Storage>>,
+    pub storage: Option<Arc<crate::sqlite::storage::Storage>>,
     /// Gates 3/4 of `/search`.
     pub search: Arc<Budget>,
     /// API page writes: create, update, archive, claim.

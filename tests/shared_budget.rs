@@ -72,7 +72,7 @@ impl Replica {
 fn seeded_database() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let database = dir.path().join("pages.sqlite3");
-    let mut conn = agent_pages::db::open_migrated(&database).unwrap();
+    let mut conn = agent_pages::sqlite::open_migrated(&database).unwrap();
     agent_pages::import::import(&mut conn, PAGES.as_bytes(), None, 1_700_000_000).unwrap();
     (dir, database)
 }

@@ -3,8 +3,8 @@
 //! not in the façade that imports them.
 
 use super::rate_limiter;
-use crate::db::DbError;
 use crate::faults::Fault;
+use crate::sqlite::DbError;
 
 /// Why a budget operation has no answer. Callers answer by [`StoreError::fault`]
 /// (`crate::faults` says how); the cause is for logs only.
@@ -51,7 +51,7 @@ impl StoreError {
 
 impl From<DbError> for StoreError {
     /// Storage that cannot answer now (a lock held past the busy timeout, a full
-    /// disk, I/O: `crate::db::fault`) is unavailability (503), a bug a failure.
+    /// disk, I/O: `crate::sqlite::fault`) is unavailability (503), a bug a failure.
     fn from(e: DbError) -> Self {
         if e.fault().is_bug() {
             StoreError::Db(e)

@@ -13,10 +13,10 @@ use super::postgres::PgCounters;
 use super::rate_limiter::RateLimiter;
 use super::redis::{RedisCounters, RedisSettings};
 use super::store::BudgetStore;
-use crate::db::storage::Storage;
 use crate::page_store::postgres::PostgresPages;
 use crate::page_store::sqlite::SqlitePages;
 use crate::page_store::PageStore;
+use crate::sqlite::storage::Storage;
 
 /// Where the budget counters are.
 #[derive(Debug, Clone)]
@@ -59,7 +59,7 @@ pub fn open(
 ) -> anyhow::Result<(BudgetStore, Option<Arc<Storage>>)> {
     match at {
         BudgetsAt::Sqlite(path) => {
-            let conn = crate::db::open_budget(path)
+            let conn = crate::sqlite::open_budget(path)
                 .with_context(|| format!("opening {}", path.display()))?;
             let storage = Arc::new(
                 Storage::capture(path).with_context(|| format!("reading {}", path.display()))?,
@@ -109,7 +109,7 @@ pub fn open(
 /// Errors: the file cannot be opened or migrated.
 pub fn migrate(at: &BudgetsAt) -> anyhow::Result<()> {
     if let BudgetsAt::Sqlite(path) = at {
-        crate::db::open_budget(path)
+        crate::sqlite::open_budget(path)
             .with_context(|| format!("opening and migrating {}", path.display()))?;
     }
     Ok(())

@@ -1,5 +1,5 @@
 //! The RateLimiter actor: owns the SQLite write connection of the budget database
-//! (a file of its own, never the page database's: see [`crate::db::open_budget`])
+//! (a file of its own, never the page database's: see [`crate::sqlite::open_budget`])
 //! and runs the budget transactions (gates 3/4, the publish budget, PIN failures).
 //!
 //! It runs on an arbiter (thread) of its own, because SQLite calls block. One
@@ -36,9 +36,9 @@ use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use super::{sqlite, BucketKeys, Budget, Decision};
-use crate::db::storage::Storage;
-use crate::db::DbError;
 use crate::faults::Fault;
+use crate::sqlite::storage::Storage;
+use crate::sqlite::DbError;
 
 /// How long a budget transaction waits for another writer's lock before the
 /// request is answered 503 `budget-unavailable`. Only another process's
@@ -139,7 +139,7 @@ pub struct RateLimiter {
 
 impl RateLimiter {
     /// Takes the write connection of the (migrated) budget database
-    /// ([`crate::db::open_budget`]) and its files as captured (`storage`), and sets
+    /// ([`crate::sqlite::open_budget`]) and its files as captured (`storage`), and sets
     /// its [`BUSY_TIMEOUT`].
     ///
     /// Errors: SQLite refused the setting.
@@ -271,22 +271,23 @@ impl Handler<Sweep> for RateLimiter {
 mod tests {
     use super::*;
     use crate::client_ip::ClientIp;
-    use crate::db;
+    use crate::sqlite;
 
     #[actix_web::test]
     async fn every_spend_of_a_batch_answers_the_page_generation_read_after_its_commit() {
         let dir = tempfile::tempdir().unwrap();
         let pages_path = dir.path().join("pages.sqlite3");
-        let writer = db::open_migrated(&pages_path).unwrap();
+        let writer = sqlite::open_migrated(&pages_path).unwrap();
         let budget_path = dir.path().join("pages.budget.sqlite3");
-        let budget_conn = db::open_budget(&budget_path).unwrap();
+        let budget_conn = sqlite::open_budget(&budget_path).unwrap();
         let storage = Arc::new(Storage::capture(&budget_path).unwrap());
-        let reader = db::open_reader(&pages_path, std::time::Duration::from_millis(20)).unwrap();
+        let reader =
+            sqlite::open_reader(&pages_path, std::time::Duration::from_millis(20)).unwrap();
         let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = reads.clone();
         let probe: GenerationProbe = Box::new(move || {
             counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            db::pages::generation(&reader).ok()
+            crate::page_store::sqlite::pages::generation(&reader).ok()
         });
         let limiter = RateLimiter::new(budget_conn, storage)
             .unwrap()

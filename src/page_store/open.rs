@@ -49,7 +49,7 @@ pub async fn open(at: &PagesAt, readers: usize) -> anyhow::Result<PageStore> {
     match at {
         PagesAt::Sqlite(path) => {
             drop(
-                crate::db::open_migrated(path)
+                crate::sqlite::open_migrated(path)
                     .with_context(|| format!("opening and migrating {}", path.display()))?,
             );
             let pages = SqlitePages::open(path, readers)

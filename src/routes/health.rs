@@ -16,7 +16,7 @@ use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
 use crate::budget::error::StoreError;
-use crate::db::storage::MIN_FREE_BYTES;
+use crate::sqlite::storage::MIN_FREE_BYTES;
 use crate::state::AppState;
 
 /// How long `/readyz` waits for the budget store's answer.

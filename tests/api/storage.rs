@@ -45,8 +45,8 @@ async fn writes_are_refused_and_readiness_fails_once_the_data_folder_is_deleted(
 
     // Another database created at the same path is not the one the server has
     // open: still no write is acknowledged.
-    let mut conn = agent_pages::db::open(&app.db_path).unwrap();
-    agent_pages::db::migrations::run(&mut conn).unwrap();
+    let mut conn = agent_pages::sqlite::open(&app.db_path).unwrap();
+    agent_pages::sqlite::migrations::run(&mut conn).unwrap();
     app.create(json!({"title": "Into the wrong file"}))
         .await
         .problem(503, "storage-unavailable");

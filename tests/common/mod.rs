@@ -286,7 +286,7 @@ async fn spawn_app_over(
     let db_path = dir.path().join("nested").join("agent-pages.sqlite3");
     let (pages_db, postgres, store) = match pages {
         Pages::Sqlite => {
-            let mut conn = agent_pages::db::open_migrated(&db_path).unwrap();
+            let mut conn = agent_pages::sqlite::open_migrated(&db_path).unwrap();
             agent_pages::import::import(&mut conn, PAGES.as_bytes(), None, T0 - 100).unwrap();
             (PagesDb::Sqlite(db_path.clone()), None, store)
         }
@@ -626,12 +626,12 @@ impl TestApp {
 
     /// A separate connection to the page database, as another process would have.
     pub fn conn(&self) -> Connection {
-        agent_pages::db::open(&self.db_path).unwrap()
+        agent_pages::sqlite::open(&self.db_path).unwrap()
     }
 
     /// A separate connection to the budget database (`rate_limit_counters`).
     pub fn budget_conn(&self) -> Connection {
-        agent_pages::db::open(&self.budget_db_path).unwrap()
+        agent_pages::sqlite::open(&self.budget_db_path).unwrap()
     }
 
     /// Candidate fetches and (slots taken, slots refused) so far, read from

@@ -1,4 +1,8 @@
-//! SQLite access: plain rusqlite functions taking `&Connection` or `&Transaction`.
+//! SQLite, for the stores that keep their data in a SQLite file (the page store's
+//! default backend, `crate::page_store::sqlite`, and the budget counters'), as
+//! `crate::pg` is PostgreSQL: opening a file, a pool of connections and calls on
+//! it, migrations, what each of SQLite's result codes means ([`fault`]) and the
+//! checks that keep a file usable ([`storage`]).
 //!
 //! Every connection is opened through [`open`], which sets the pragmas the service
 //! relies on (WAL, `busy_timeout`, foreign keys). Reads in the server go through a
@@ -12,7 +16,6 @@
 
 pub mod fault;
 pub mod migrations;
-pub mod pages;
 pub mod storage;
 
 use std::path::Path;
