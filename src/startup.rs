@@ -180,7 +180,7 @@ async fn load_demo(pages: &PageStore, now: i64) -> anyhow::Result<()> {
 fn app_state(
     settings: &Settings,
     pages: PageStore,
-    (budget_store, budget_storage): (BudgetStore, Option<Arc<crate::sqlite::storage::Storage>>),
+    budget_store: BudgetStore,
 ) -> anyhow::Result<AppState> {
     let metrics = Arc::new(Metrics::new(&crate::operations::search::outcome::labels(
         &settings.search_budget,
@@ -230,7 +230,6 @@ fn app_state(
         },
         budgets: Budgets {
             store: budget_store,
-            storage: budget_storage,
             search: search_budget,
             publish: publish_budget,
             pin_failures: Arc::new(settings.pin_failure_budget.clone()),
@@ -367,7 +366,7 @@ fn spawn_background(state: &AppState) {
                     tracing::debug!(deleted, "swept ended budget windows")
                 }
                 Ok(_) => {}
-                Err(StoreError::Mailbox(_)) => break,
+                Err(StoreError::Closed(_)) => break,
                 Err(e) => tracing::warn!(error = %e, "sweeping budget windows failed"),
             }
         }

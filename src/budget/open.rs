@@ -10,7 +10,7 @@ use actix::Actor as _;
 use anyhow::Context as _;
 
 use super::postgres::PgCounters;
-use super::rate_limiter::RateLimiter;
+use super::rate_limiter::{RateLimiter, SqliteCounters};
 use super::redis::{RedisCounters, RedisSettings};
 use super::store::BudgetStore;
 use crate::page_store::postgres::PostgresPages;
@@ -47,16 +47,12 @@ pub fn path_beside(pages: &Path) -> PathBuf {
 /// The budget store `at` names, beside the opened `pages`: PostgreSQL counters
 /// live in the pages' database (on its control pool, noting its epoch), and
 /// SQLite counters read the corpus generation of SQLite pages once per committed
-/// batch. Also the SQLite budget file as opened, for readiness (`None` elsewhere).
-/// Call inside a running actix System: the SQLite counters' actor gets an arbiter
+/// batch. Call inside a running actix System: the SQLite counters' actor gets an arbiter
 /// (thread) of its own, since SQLite calls block. Redis is connected on first use.
 ///
 /// Errors: the budget file cannot be opened or migrated; PostgreSQL counters
 /// without PostgreSQL pages; a Redis URL no client can be made of.
-pub fn open(
-    at: &BudgetsAt,
-    pages: &PageStore,
-) -> anyhow::Result<(BudgetStore, Option<Arc<Storage>>)> {
+pub fn open(at: &BudgetsAt, pages: &PageStore) -> anyhow::Result<BudgetStore> {
     match at {
         BudgetsAt::Sqlite(path) => {
             let conn = crate::sqlite::open_budget(path)
@@ -74,11 +70,9 @@ pub fn open(
             {
                 rate_limiter = rate_limiter.with_generation_probe(Box::new(probe));
             }
-            let store = BudgetStore::sqlite(RateLimiter::start_in_arbiter(
-                &actix::Arbiter::new().handle(),
-                |_| rate_limiter,
-            ));
-            Ok((store, Some(storage)))
+            let limiter =
+                RateLimiter::start_in_arbiter(&actix::Arbiter::new().handle(), |_| rate_limiter);
+            Ok(BudgetStore::new(SqliteCounters::new(limiter, storage)))
         }
         BudgetsAt::Postgres => {
             let pages = pages.backend::<PostgresPages>().context(
@@ -87,8 +81,8 @@ pub fn open(
             let control = pages.control().clone();
             let server_clock = control.settings().server_clock;
             tracing::info!("budget counters in PostgreSQL, beside the pages");
-            let counters = PgCounters::new(control.clone(), server_clock, pages.epoch_cell());
-            Ok((BudgetStore::postgres(counters, control), None))
+            let counters = PgCounters::new(control, server_clock, pages.epoch_cell());
+            Ok(BudgetStore::new(counters))
         }
         BudgetsAt::Redis(redis) => {
             let counters = RedisCounters::connect_lazily(redis)
@@ -98,7 +92,7 @@ pub fn open(
                 timeout_ms = redis.call_timeout.as_millis() as u64,
                 "budget counters in Redis (connected on first use)"
             );
-            Ok((BudgetStore::redis(counters), None))
+            Ok(BudgetStore::new(counters))
         }
     }
 }
