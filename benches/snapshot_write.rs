@@ -22,7 +22,7 @@ use std::io::Read;
 use std::sync::Arc;
 use std::time::Instant;
 
-use agent_pages::db::pages::Candidate;
+use agent_pages::page_store::Candidate;
 use agent_pages::search::corpus::Snapshot;
 use agent_pages::search::rank::rank;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};

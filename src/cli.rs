@@ -7,14 +7,15 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
+use crate::budget::open::{self as budget_store, BudgetsAt};
 use crate::clock::{Clock, SystemClock};
 use crate::configuration::{BudgetDatabaseArgs, DatabaseArgs, ServeArgs, Settings};
-use crate::page_store::sqlite::SqlitePages;
-use crate::page_store::PageStore;
+use crate::page_store::open::{self as page_store, PagesAt};
+use crate::page_store::postgres::PostgresPages;
 use crate::pg::PgSettings;
 use crate::startup::Application;
 use crate::telemetry::{self, LogFormat};
-use crate::{db, import};
+use crate::{import, sqlite};
 
 /// agent-pages: agents publish short text pages; people read the ledger and find
 /// pages with a fuzzy title search.
@@ -92,12 +93,12 @@ pub fn main(release_free_memory: fn()) -> ExitCode {
             Ok(settings) => serve(settings, release_free_memory),
             Err(e) => return config_error(&e.to_string()),
         },
-        Command::Import { file, db } => match db.postgres() {
-            Ok(pg) => run_import(&file, &db, pg),
+        Command::Import { file, db } => match db.pages() {
+            Ok(pages) => run_import(&file, &pages),
             Err(e) => return config_error(&e.to_string()),
         },
-        Command::Migrate { db, budget_db } => match db.postgres() {
-            Ok(pg) => migrate(&db, &budget_db, pg),
+        Command::Migrate { db, budget_db } => match db.pages() {
+            Ok(pages) => migrate(&pages, &budget_db),
             Err(e) => return config_error(&e.to_string()),
         },
         Command::Copy { db } => match db.postgres() {
@@ -148,13 +149,12 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the runtime")
 }
 
-fn run_import(
-    file: &std::path::Path,
-    args: &DatabaseArgs,
-    pg: Option<PgSettings>,
-) -> anyhow::Result<()> {
+/// Read connections of a SQLite page store a command opens: it reads little.
+const COMMAND_READERS: usize = 1;
+
+fn run_import(file: &std::path::Path, pages: &PagesAt) -> anyhow::Result<()> {
     let report = runtime()?.block_on(async {
-        let store = open_store(args, pg.as_ref()).await?;
+        let store = page_store::open(pages, COMMAND_READERS).await?;
         let now = SystemClock.now();
         let report = if file.as_os_str() == "-" {
             import::import_into(&store, std::io::stdin().lock(), None, now).await
@@ -182,32 +182,24 @@ fn run_import(
     Ok(())
 }
 
-fn migrate(
-    args: &DatabaseArgs,
-    budget: &BudgetDatabaseArgs,
-    pg: Option<PgSettings>,
-) -> anyhow::Result<()> {
-    match pg {
-        None => {
-            open_migrated(args)?;
-            let budget = budget.path_for(&args.database);
-            db::open_budget(&budget)
-                .with_context(|| format!("opening and migrating {}", budget.display()))?;
+/// Opens (so migrates) the page store, and with SQLite pages the budget file too;
+/// PostgreSQL's budget tables come with the pages' migrations.
+fn migrate(pages: &PagesAt, budget: &BudgetDatabaseArgs) -> anyhow::Result<()> {
+    runtime()?.block_on(async {
+        page_store::open(pages, COMMAND_READERS).await?.close();
+        anyhow::Ok(())
+    })?;
+    match pages {
+        PagesAt::Sqlite(file) => {
+            let budget = budget.path_for(file);
+            budget_store::migrate(&BudgetsAt::Sqlite(budget.clone()))?;
             println!(
                 "migrations applied to {} and {}",
-                args.database.display(),
+                file.display(),
                 budget.display()
             );
         }
-        Some(pg) => {
-            runtime()?.block_on(async {
-                let pages = crate::startup::open_postgres(&pg).await?;
-                pages.pg().close();
-                pages.control().close();
-                anyhow::Ok(())
-            })?;
-            println!("migrations applied to {}", pg.describe());
-        }
+        PagesAt::Postgres(pg) => println!("migrations applied to {}", pg.describe()),
     }
     Ok(())
 }
@@ -217,12 +209,15 @@ fn copy(args: &DatabaseArgs, pg: &PgSettings) -> anyhow::Result<()> {
     if !source.is_file() {
         anyhow::bail!("{} is not a file: nothing to copy", source.display());
     }
-    let conn = open_migrated(args)?;
+    let conn = sqlite::open_migrated(source)
+        .with_context(|| format!("opening and migrating {}", source.display()))?;
     let copied = runtime()?.block_on(async {
-        let pages = crate::startup::open_postgres(pg).await?;
+        let target = page_store::open(&PagesAt::Postgres(pg.clone()), COMMAND_READERS).await?;
+        let pages = target
+            .backend::<PostgresPages>()
+            .expect("PagesAt::Postgres opens PostgresPages");
         let copied = crate::page_store::moving::copy_sqlite_to_postgres(&conn, pages.pg()).await;
-        pages.pg().close();
-        pages.control().close();
+        target.close();
         copied.context("copying")
     })?;
     println!(
@@ -235,21 +230,4 @@ fn copy(args: &DatabaseArgs, pg: &PgSettings) -> anyhow::Result<()> {
         copied.gone
     );
     Ok(())
-}
-
-fn open_migrated(args: &DatabaseArgs) -> anyhow::Result<rusqlite::Connection> {
-    db::open_migrated(&args.database)
-        .with_context(|| format!("opening and migrating {}", args.database.display()))
-}
-
-/// The page store `args` name (PostgreSQL when `pg` is given), migrated; call
-/// inside a Tokio runtime.
-async fn open_store(args: &DatabaseArgs, pg: Option<&PgSettings>) -> anyhow::Result<PageStore> {
-    if let Some(pg) = pg {
-        return Ok(PageStore::new(crate::startup::open_postgres(pg).await?));
-    }
-    open_migrated(args)?;
-    let pages = SqlitePages::open(&args.database, 1)
-        .with_context(|| format!("reading {}", args.database.display()))?;
-    Ok(PageStore::new(pages))
 }

@@ -9,14 +9,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::budget::open::{self as budget_store, BudgetsAt};
 use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
 use crate::client_ip::TrustedProxies;
 use crate::clock::{Clock, SystemClock};
+use crate::http::own_origins::PublicUrl;
 use crate::mcp::origins::AllowedOrigins;
+use crate::page_store::open::PagesAt;
 use crate::pg::PgSettings;
 use crate::request_limits::RequestLimits;
-use crate::routes::own_origins::PublicUrl;
 pub use crate::search::settings::SearchSettings;
 
 /// Where the database lives unless `AGENT_PAGES_DATABASE` says otherwise.
@@ -93,6 +95,17 @@ impl DatabaseArgs {
         )?);
         Ok(Some(settings))
     }
+
+    /// Where the pages are: PostgreSQL when `AGENT_PAGES_DATABASE_URL` is set (see
+    /// [`DatabaseArgs::postgres`]), else the SQLite file.
+    ///
+    /// Errors: as [`DatabaseArgs::postgres`].
+    pub fn pages(&self) -> Result<PagesAt, ConfigError> {
+        Ok(match self.postgres()? {
+            Some(pg) => PagesAt::Postgres(pg),
+            None => PagesAt::Sqlite(self.database.clone()),
+        })
+    }
 }
 
 /// Where the budget counters live with SQLite (`serve`, `migrate`).
@@ -106,11 +119,11 @@ pub struct BudgetDatabaseArgs {
 
 impl BudgetDatabaseArgs {
     /// The budget database of the page database `pages`: the one given, else
-    /// [`crate::db::budget_path_beside`] it.
+    /// [`budget_store::path_beside`] it.
     pub fn path_for(&self, pages: &std::path::Path) -> PathBuf {
         match &self.budget_database {
             Some(path) if !path.as_os_str().is_empty() => path.clone(),
-            _ => crate::db::budget_path_beside(pages),
+            _ => budget_store::path_beside(pages),
         }
     }
 }
@@ -215,13 +228,13 @@ pub struct Settings {
     pub bind: SocketAddr,
     /// Where `/metrics` listens; `None` serves no metrics.
     pub metrics_bind: Option<SocketAddr>,
-    pub database: PathBuf,
-    /// The budget counters' own SQLite file (used when `redis` is `None`).
-    pub budget_database: PathBuf,
-    /// The pages in PostgreSQL; `None` keeps them (and, without Redis, the budget
-    /// counters) in the SQLite file at `database`. With PostgreSQL and no Redis the
-    /// budget counters are in PostgreSQL too.
-    pub postgres: Option<PgSettings>,
+    /// Where the pages are: the SQLite file (`AGENT_PAGES_DATABASE`), or PostgreSQL
+    /// (`AGENT_PAGES_DATABASE_URL`).
+    pub pages: PagesAt,
+    /// Where the budget counters are: Redis when `AGENT_PAGES_REDIS_URL` is set,
+    /// else PostgreSQL with PostgreSQL pages, else their own SQLite file
+    /// (`AGENT_PAGES_BUDGET_DATABASE`, by default beside the page file).
+    pub budgets: BudgetsAt,
     pub demo: bool,
     pub search: SearchSettings,
     /// Searches per client: `SEARCH_RATE_PER_MINUTE`, `SEARCH_RATE_PER_HOUR`.
@@ -233,8 +246,6 @@ pub struct Settings {
     /// Failed PIN checks per page and hour, from all clients:
     /// `PIN_FAILURES_PER_PAGE_PER_HOUR`.
     pub pin_page_failure_budget: Budget,
-    /// The shared budget store; `None` keeps the counters in the SQLite file.
-    pub redis: Option<RedisSettings>,
     pub trusted_proxies: TrustedProxies,
     pub requests: RequestLimits,
     /// Browser origins `/mcp` serves beside the service's own.
@@ -265,16 +276,14 @@ impl Settings {
         Self {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             metrics_bind: None,
-            budget_database: crate::db::budget_path_beside(&database),
-            database,
-            postgres: None,
+            budgets: BudgetsAt::Sqlite(budget_store::path_beside(&database)),
+            pages: PagesAt::Sqlite(database),
             demo: false,
             search: SearchSettings::default(),
             search_budget: Budget::search(20, 200),
             publish_budget: Budget::publish(30, 300),
             pin_failure_budget: Budget::pin_failures(PIN_FAILURES_PER_HOUR),
             pin_page_failure_budget: Budget::pin_page_failures(PIN_FAILURES_PER_PAGE_PER_HOUR),
-            redis: None,
             trusted_proxies: TrustedProxies::default(),
             requests: RequestLimits::default(),
             mcp_allowed_origins: AllowedOrigins::default(),
@@ -368,6 +377,7 @@ impl Settings {
                 })
             })
             .transpose()?;
+        let pages = args.db.pages()?;
         let requests = RequestLimits {
             body_timeout: Duration::from_secs(number(
                 "AGENT_PAGES_BODY_TIMEOUT_SECS",
@@ -390,9 +400,12 @@ impl Settings {
                 .filter(|v| !v.trim().is_empty())
                 .map(|v| socket_addr("AGENT_PAGES_METRICS_BIND", v))
                 .transpose()?,
-            database: args.db.database.clone(),
-            budget_database: args.budget_db.path_for(&args.db.database),
-            postgres: args.db.postgres()?,
+            budgets: match (redis, &pages) {
+                (Some(redis), _) => BudgetsAt::Redis(redis),
+                (None, PagesAt::Postgres(_)) => BudgetsAt::Postgres,
+                (None, PagesAt::Sqlite(file)) => BudgetsAt::Sqlite(args.budget_db.path_for(file)),
+            },
+            pages,
             demo: args.demo,
             search,
             search_budget,
@@ -404,7 +417,6 @@ impl Settings {
                 1,
                 1_000_000,
             )?),
-            redis,
             trusted_proxies,
             requests,
             mcp_allowed_origins: args.mcp_allowed_origins.parse().map_err(
@@ -419,7 +431,7 @@ impl Settings {
                 .map(|url| {
                     url.parse()
                         .map_err(
-                            |e: crate::routes::own_origins::InvalidPublicUrl| ConfigError {
+                            |e: crate::http::own_origins::InvalidPublicUrl| ConfigError {
                                 variable: "AGENT_PAGES_PUBLIC_URL",
                                 value: args.public_url.clone(),
                                 reason: e.to_string(),
@@ -537,14 +549,22 @@ mod tests {
             "1500",
         ])
         .unwrap();
-        let pg = s.postgres.unwrap();
+        let PagesAt::Postgres(pg) = s.pages else {
+            panic!("{:?}", s.pages)
+        };
         assert_eq!(
             (pg.pool_size, pg.statement_timeout, pg.tls()),
             (7, std::time::Duration::from_millis(1500), true)
         );
         assert_eq!(pg.describe(), "db:5432/pages");
-        assert!(parse(&[]).unwrap().postgres.is_none());
-        assert!(parse(&["--database-url", " "]).unwrap().postgres.is_none());
+        assert!(matches!(s.budgets, BudgetsAt::Postgres));
+        for sqlite in [
+            parse(&[]).unwrap(),
+            parse(&["--database-url", " "]).unwrap(),
+        ] {
+            assert!(matches!(sqlite.pages, PagesAt::Sqlite(_)));
+            assert!(matches!(sqlite.budgets, BudgetsAt::Sqlite(_)));
+        }
     }
 
     #[test]
@@ -588,10 +608,9 @@ mod tests {
         let file = dir.path().join("url");
         std::fs::write(&file, "postgres://app:s3cret@db/pages\n").unwrap();
         let path = file.to_str().unwrap();
-        let pg = parse(&["--database-url-file", path])
-            .unwrap()
-            .postgres
-            .unwrap();
+        let PagesAt::Postgres(pg) = parse(&["--database-url-file", path]).unwrap().pages else {
+            panic!("the file's URL is PostgreSQL")
+        };
         assert_eq!(pg.describe(), "db:5432/pages");
         std::fs::write(&file, "postgres://app:s3cret@db:port/pages").unwrap();
         let err = parse(&["--database-url-file", path]).err().unwrap();
@@ -617,11 +636,22 @@ mod tests {
             "80",
         ])
         .unwrap();
-        let redis = s.redis.unwrap();
+        let BudgetsAt::Redis(redis) = s.budgets else {
+            panic!("{:?}", s.budgets)
+        };
         assert_eq!(redis.url, "redis://127.0.0.1:6379/3");
         assert_eq!(redis.call_timeout, std::time::Duration::from_millis(80));
         assert!(redis.server_clock);
-        assert!(parse(&[]).unwrap().redis.is_none());
+        let with_postgres = parse(&[
+            "--redis-url",
+            "redis://r/0",
+            "--database-url",
+            "postgres://db/p",
+        ]);
+        assert!(matches!(
+            with_postgres.unwrap().budgets,
+            BudgetsAt::Redis(_)
+        ));
     }
 
     #[test]

@@ -24,8 +24,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rusqlite::{Connection, TransactionBehavior};
 use serde::Deserialize;
 
-use crate::db::pages;
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle};
+use crate::page_store::sqlite::pages;
 use crate::page_store::{ImportCounts, ImportPage, PageStore, PageStoreError};
 
 /// The demo corpus: 63,681 Debian package descriptions, gzip-compressed JSON Lines.
@@ -396,7 +396,7 @@ fn progress_bar(total: Option<u64>, template: &'static str) -> ProgressBar {
 mod tests {
     use super::*;
 
-    use crate::db::temp_db as db;
+    use crate::page_store::sqlite::temp_db as db;
 
     #[test]
     fn bad_lines_are_reported_by_number_and_good_lines_still_land() {

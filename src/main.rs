@@ -35,7 +35,7 @@ fn no_huge_pages() {
 
 fn main() -> std::process::ExitCode {
     no_huge_pages();
-    agent_pages::db::tune_sqlite_library();
-    agent_pages::db::storage::report_sigbus();
+    agent_pages::sqlite::tune_sqlite_library();
+    agent_pages::sqlite::storage::report_sigbus();
     agent_pages::cli::main(release_free_memory)
 }

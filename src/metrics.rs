@@ -36,7 +36,7 @@ pub struct Metrics {
 impl Metrics {
     /// A fresh registry with every label of `outcomes` pre-registered at 0 (so a
     /// scrape shows the full set before any traffic); see
-    /// `routes::search::outcome::labels`.
+    /// `operations::search::outcome::labels`.
     pub fn new(outcomes: &[String]) -> Self {
         let registry =
             Registry::new_custom(Some("agent_pages".into()), None).expect("static prefix is valid");

@@ -1,6 +1,6 @@
 //! What the page store ([`crate::page_store`], also as `page_store::records`) hands
 //! out and takes in, whichever backend keeps the pages: plain records, no database
-//! types; below both the store and [`crate::db`], which build them. Times are unix seconds; ids are never reused
+//! types; below the store and its backends, which build them. Times are unix seconds; ids are never reused
 //! and versions only grow (SPEC §3), which the search fingerprint relies on.
 
 use crate::domain::{PageBody, PageSlug, PageTitle};

@@ -1,6 +1,6 @@
 //! Bounds on reading request bodies, where the settings that choose them
 //! ([`crate::configuration`]), the app state that holds them and the body reader
-//! that keeps them ([`crate::routes::api::body`]) all find them: [`RequestLimits`]
+//! that keeps them ([`crate::http::body`]) all find them: [`RequestLimits`]
 //! (the configured values) and [`BodyGate`] (the process's slots and deadline).
 
 use std::sync::Arc;

@@ -1,5 +1,5 @@
-//! Builds the application from [`Settings`]: database, actors, HTTP server on its own
-//! bound listener. Tests start it on port 0 with a temp database and read the port.
+//! Builds the application from [`Settings`]: the stores configuration chose, the
+//! actors, the HTTP server on its own bound listener. Tests start it on port 0 with a temp database and read the port.
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -12,24 +12,19 @@ use anyhow::Context as _;
 use tracing_actix_web::TracingLogger;
 
 use crate::budget::error::StoreError;
-use crate::budget::postgres::PgCounters;
-use crate::budget::rate_limiter::RateLimiter;
-use crate::budget::redis::RedisCounters;
 use crate::budget::store::BudgetStore;
-use crate::clock::Clock;
 use crate::configuration::Settings;
+use crate::http::own_origins::OwnOrigins;
 use crate::metrics::Metrics;
-use crate::page_store::postgres::PostgresPages;
-use crate::page_store::sqlite::{self as sqlite_pages, SqlitePages};
+use crate::page_store::open::PagesAt;
+use crate::page_store::sqlite as sqlite_pages;
 use crate::page_store::PageStore;
-use crate::pg::{Pg, PgSettings};
-use crate::routes::own_origins::OwnOrigins;
 use crate::search::cache::Cache;
 use crate::search::corpus::Corpus;
 use crate::search::scorer::ScorerPool;
 use crate::state::{ApiState, AppState, Budgets, PageState, RateLimitPolicies, SearchState};
 use crate::telemetry::PathOnlyRootSpan;
-use crate::{db, import, routes, templates};
+use crate::{budget, import, page_store, routes, templates};
 
 /// Corpus generations whose changed page stays in the change log: a process whose
 /// snapshot fell further behind reloads every candidate instead.
@@ -59,7 +54,7 @@ pub const LINGER: Duration = Duration::from_secs(1);
 pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(30);
 
 /// Every read from the network has a deadline: the first headers, idle keep-alive,
-/// the linger after a refusal, the drain at shutdown (bodies: `routes::api::body`).
+/// the linger after a refusal, the drain at shutdown (bodies: `http::body`).
 /// A macro because `HttpServer`'s type parameters make a function of it unwieldy.
 macro_rules! with_deadlines {
     ($server:expr) => {
@@ -80,221 +75,50 @@ pub struct Application {
 }
 
 impl Application {
-    /// Opens and migrates the database, loads the demo corpus if asked and the
-    /// database is empty, starts the actors and binds the listener. Call inside a
-    /// running actix System (`#[actix_web::main]` or `#[actix_web::test]`).
+    /// Opens the page store and the budget store configuration chose
+    /// ([`page_store::open`], [`budget::open`]), loads the demo corpus if asked and
+    /// the database is empty, starts the actors and binds the listeners. Call inside
+    /// a running actix System (`#[actix_web::main]` or `#[actix_web::test]`).
     ///
-    /// Errors: the database cannot be opened or migrated, or the address not bound.
+    /// Errors: a store cannot be opened or migrated, or an address not bound.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let (pages, budget_home) = open_pages(&settings).await?;
-        if settings.demo {
-            let now = settings.clock.now();
-            if let Some(report) = import::load_demo_if_empty(&pages, now)
-                .await
-                .context("loading the demo corpus")?
-            {
-                tracing::info!(
-                    inserted = report.inserted,
-                    skipped = report.skipped.len(),
-                    "loaded the demo corpus"
-                );
-            }
+        let pages = page_store::open::open(&settings.pages, sqlite_pages::POOL_SIZE).await?;
+        if let PagesAt::Postgres(pg) = &settings.pages {
+            tracing::info!(
+                postgres = %pg.describe(),
+                tls = pg.tls(),
+                pool = pg.pool_size,
+                timeout_ms = pg.statement_timeout.as_millis() as u64,
+                "pages in PostgreSQL"
+            );
         }
-
-        let (budget_store, budget_storage) = match (&settings.redis, budget_home) {
-            (None, BudgetHome::Sqlite) => {
-                // The counters' own file: a page write never holds its lock.
-                let budget = db::open_budget(&settings.budget_database)
-                    .with_context(|| format!("opening {}", settings.budget_database.display()))?;
-                let storage = Arc::new(
-                    db::storage::Storage::capture(&settings.budget_database).with_context(
-                        || format!("reading {}", settings.budget_database.display()),
-                    )?,
-                );
-                // The RateLimiter blocks on SQLite: it gets an arbiter (thread) of
-                // its own.
-                let mut rate_limiter = RateLimiter::new(budget, storage.clone())
-                    .context("setting the budget connection")?;
-                // Pages in SQLite too: each committed batch of spends reads the
-                // corpus generation once for all its searches.
-                if let Some(probe) = pages
-                    .backend::<SqlitePages>()
-                    .and_then(SqlitePages::generation_probe)
-                {
-                    rate_limiter = rate_limiter.with_generation_probe(Box::new(probe));
-                }
-                let store = BudgetStore::sqlite(RateLimiter::start_in_arbiter(
-                    &actix::Arbiter::new().handle(),
-                    |_| rate_limiter,
-                ));
-                (store, Some(storage))
-            }
-            (None, BudgetHome::Postgres(control, server_clock, epoch)) => {
-                tracing::info!("budget counters in PostgreSQL, beside the pages");
-                let store = BudgetStore::postgres(
-                    PgCounters::new(control.clone(), server_clock, epoch),
-                    control,
-                );
-                (store, None)
-            }
-            (Some(redis), _) => {
-                let counters = RedisCounters::connect_lazily(redis)
-                    .context("AGENT_PAGES_REDIS_URL: cannot make a Redis client")?;
-                tracing::info!(
-                    redis = %redis.describe(),
-                    timeout_ms = redis.call_timeout.as_millis() as u64,
-                    "budget counters in Redis (connected on first use)"
-                );
-                (BudgetStore::redis(counters), None)
-            }
-        };
-        let metrics = Arc::new(Metrics::new(&routes::search::outcome::labels(
-            &settings.search_budget,
-        )));
-        let scorers = ScorerPool::start(
-            settings.search.concurrency,
-            metrics.slots_acquired.clone(),
-            metrics.slots_refused.clone(),
-            #[cfg(feature = "fault-injection")]
-            settings.scoring_hook.clone(),
-        );
-        let corpus = Arc::new(Corpus::new(
-            pages.clone(),
-            metrics.candidate_fetches.clone(),
-        ));
-        let cache = Cache::new(
-            settings.search.cache_entries,
-            settings.search.cache_max_bytes,
-            scorers.clone(),
-            settings.search.result_limit,
-            metrics.scoring_seconds.clone(),
-        );
-        let cache_view = cache.view();
-        let cache = cache.start();
-        let search_budget = Arc::new(settings.search_budget.clone());
-        let publish_budget = Arc::new(settings.publish_budget.clone());
-        let pin_failure_budget = Arc::new(settings.pin_failure_budget.clone());
-        let pin_page_failure_budget = Arc::new(settings.pin_page_failure_budget.clone());
-        let horizon = [
-            &search_budget,
-            &publish_budget,
-            &pin_failure_budget,
-            &pin_page_failure_budget,
-        ]
-        .iter()
-        .map(|b| b.horizon())
-        .max()
-        .unwrap_or(0);
-        let policies = RateLimitPolicies::of(&search_budget, &publish_budget)
-            .context("formatting RateLimit-Policy")?;
-        let state = web::Data::new(AppState {
-            pages: PageState {
-                store: pages,
-                markdown: crate::markdown::MarkdownCache::start(
-                    crate::markdown::DEFAULT_CACHE_ENTRIES,
-                    crate::markdown::DEFAULT_CACHE_BYTES,
-                    #[cfg(feature = "fault-injection")]
-                    settings.markdown_hook.clone(),
-                ),
-            },
-            search: SearchState {
-                settings: settings.search,
-                admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
-                corpus: corpus.clone(),
-                cache,
-                cache_view,
-                scorers,
-                notice_pages: crate::templates::StencilCache::new(256),
-            },
-            budgets: Budgets {
-                store: budget_store.clone(),
-                storage: budget_storage,
-                search: search_budget,
-                publish: publish_budget,
-                pin_failures: pin_failure_budget,
-                pin_page_failures: pin_page_failure_budget,
-                policies,
-            },
-            api: ApiState {
-                bodies: crate::request_limits::BodyGate::new(settings.requests),
-                hash_slots: Default::default(),
-                pin_turns: Default::default(),
-                page_pin_turns: Default::default(),
-            },
-            templates: templates::load().context("parsing templates")?,
-            trusted_proxies: settings.trusted_proxies.clone(),
-            clock: settings.clock.clone(),
-            metrics,
-        });
+        if settings.demo {
+            load_demo(&pages, settings.clock.now()).await?;
+        }
+        let budgets = budget::open::open(&settings.budgets, &pages)?;
+        let state = web::Data::new(app_state(&settings, pages, budgets)?);
         // Ready means a search can be answered at full speed: the candidate snapshot
         // is built before the server is handed back (and `listening on` printed).
-        let snapshot = corpus
+        let snapshot = state
+            .search
+            .corpus
             .warm()
             .await
             .context("building the candidate snapshot")?;
         state.search.scorers.warm(snapshot.index.slot_count()).await;
         drop(snapshot);
 
-        let listener = TcpListener::bind(settings.bind)
-            .with_context(|| format!("binding {}", settings.bind))?;
-        let address = listener.local_addr()?;
-        let server_state = state.clone();
-        let mcp = web::Data::new(crate::mcp::transport::Endpoint::new(state.clone()));
-        let own_origins = web::Data::new(OwnOrigins::new(
-            settings.public_url.clone(),
-            address,
-            settings.mcp_allowed_origins.clone(),
-        ));
-        log_own_names(&settings, address);
-        let server = HttpServer::new(move || {
-            App::new()
-                // Innermost first: HEAD is routed as GET before any route is matched.
-                .wrap(middleware::from_fn(routes::head_as_get))
-                .wrap(middleware::from_fn(
-                    routes::unread_body::close_after_unread_body,
-                ))
-                .wrap(middleware::from_fn(
-                    routes::security_headers::security_headers,
-                ))
-                .wrap(TracingLogger::<PathOnlyRootSpan>::new())
-                .app_data(server_state.clone())
-                .app_data(mcp.clone())
-                .app_data(own_origins.clone())
-                .configure(routes_config)
-        });
-        let server = match settings.http_workers {
-            Some(workers) => server.workers(workers),
-            None => server,
-        };
-        let server = with_deadlines!(server).listen(listener)?.run();
+        let (address, server) = serve_routes(&settings, state.clone())?;
         let mut servers = vec![server];
-
         let metrics_address = match settings.metrics_bind {
             None => None,
             Some(bind) => {
-                let listener = TcpListener::bind(bind)
-                    .with_context(|| format!("binding the metrics listener {bind}"))?;
-                let address = listener.local_addr()?;
-                let metrics_state = state.clone();
-                let server = HttpServer::new(move || {
-                    App::new()
-                        .wrap(middleware::from_fn(routes::head_as_get))
-                        .app_data(metrics_state.clone())
-                        .route("/metrics", web::get().to(routes::metrics::metrics))
-                })
-                .workers(1);
-                let server = with_deadlines!(server).listen(listener)?.run();
+                let (address, server) = serve_metrics(bind, state.clone())?;
                 servers.push(server);
                 Some(address)
             }
         };
-
-        spawn_background(
-            budget_store,
-            horizon,
-            settings.clock.clone(),
-            state.pages.store.clone(),
-        );
+        spawn_background(&state);
         Ok(Self {
             address,
             metrics_address,
@@ -337,68 +161,150 @@ impl Application {
     }
 }
 
-/// Where the budget counters go when no Redis is set: the SQLite file's write
-/// connection, or the PostgreSQL database of the pages (its control pool, and
-/// whether windows follow the server's clock).
-enum BudgetHome {
-    /// The budget file of its own (`Settings::budget_database`).
-    Sqlite,
-    Postgres(Pg, bool, crate::pg::Epoch),
-}
-
-/// How long start-up waits for PostgreSQL to answer (it may start after us, as
-/// in `docker compose up`) before giving up.
-pub const POSTGRES_START_WAIT: Duration = Duration::from_secs(60);
-
-/// The page store `settings` choose, migrated, and where the budget counters can go.
-async fn open_pages(settings: &Settings) -> anyhow::Result<(PageStore, BudgetHome)> {
-    let Some(pg) = &settings.postgres else {
-        drop(
-            db::open_migrated(&settings.database)
-                .with_context(|| format!("opening {}", settings.database.display()))?,
+/// Loads the demo corpus into `pages` when it has none.
+async fn load_demo(pages: &PageStore, now: i64) -> anyhow::Result<()> {
+    if let Some(report) = import::load_demo_if_empty(pages, now)
+        .await
+        .context("loading the demo corpus")?
+    {
+        tracing::info!(
+            inserted = report.inserted,
+            skipped = report.skipped.len(),
+            "loaded the demo corpus"
         );
-        let pages = SqlitePages::open(&settings.database, sqlite_pages::POOL_SIZE)
-            .with_context(|| format!("reading {}", settings.database.display()))?;
-        return Ok((PageStore::new(pages), BudgetHome::Sqlite));
-    };
-    let pages = open_postgres(pg).await?;
-    let home = BudgetHome::Postgres(pages.control().clone(), pg.server_clock, pages.epoch_cell());
-    tracing::info!(
-        postgres = %pg.describe(),
-        tls = pg.tls(),
-        pool = pg.pool_size,
-        timeout_ms = pg.statement_timeout.as_millis() as u64,
-        "pages in PostgreSQL"
-    );
-    Ok((PageStore::new(pages), home))
+    }
+    Ok(())
 }
 
-/// [`PostgresPages::open`], retried each second for [`POSTGRES_START_WAIT`] while
-/// the server does not take connections (not running or starting up yet; the
-/// first failure is logged). Anything else (a refused password, an untrusted
-/// certificate, a failed migration) stops at once.
-pub async fn open_postgres(pg: &PgSettings) -> anyhow::Result<PostgresPages> {
-    let started = std::time::Instant::now();
-    let mut logged = false;
-    loop {
-        match PostgresPages::open(pg).await {
-            Ok(pages) => return Ok(pages),
-            Err(e) if e.is_down() && started.elapsed() < POSTGRES_START_WAIT => {
-                if !logged {
-                    tracing::warn!(
-                        postgres = %pg.describe(),
-                        error = %e,
-                        "PostgreSQL does not answer yet; trying again each second"
-                    );
-                    logged = true;
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            Err(e) => {
-                return Err(e).with_context(|| format!("opening PostgreSQL at {}", pg.describe()))
-            }
-        }
-    }
+/// The shared state over the opened stores: the search's actors and slots
+/// started, every budget of `settings` with the store that counts them.
+fn app_state(
+    settings: &Settings,
+    pages: PageStore,
+    budget_store: BudgetStore,
+) -> anyhow::Result<AppState> {
+    let metrics = Arc::new(Metrics::new(&crate::operations::search::outcome::labels(
+        &settings.search_budget,
+    )));
+    let scorers = ScorerPool::start(
+        settings.search.concurrency,
+        metrics.slots_acquired.clone(),
+        metrics.slots_refused.clone(),
+        #[cfg(feature = "fault-injection")]
+        settings.scoring_hook.clone(),
+    );
+    let corpus = Arc::new(Corpus::new(
+        pages.clone(),
+        metrics.candidate_fetches.clone(),
+    ));
+    let cache = Cache::new(
+        settings.search.cache_entries,
+        settings.search.cache_max_bytes,
+        scorers.clone(),
+        settings.search.result_limit,
+        metrics.scoring_seconds.clone(),
+    );
+    let cache_view = cache.view();
+    let cache = cache.start();
+    let search_budget = Arc::new(settings.search_budget.clone());
+    let publish_budget = Arc::new(settings.publish_budget.clone());
+    let policies = RateLimitPolicies::of(&search_budget, &publish_budget)
+        .context("formatting RateLimit-Policy")?;
+    Ok(AppState {
+        pages: PageState {
+            store: pages,
+            markdown: crate::markdown::MarkdownCache::start(
+                crate::markdown::DEFAULT_CACHE_ENTRIES,
+                crate::markdown::DEFAULT_CACHE_BYTES,
+                #[cfg(feature = "fault-injection")]
+                settings.markdown_hook.clone(),
+            ),
+        },
+        search: SearchState {
+            settings: settings.search,
+            admission: Arc::new(tokio::sync::Semaphore::new(settings.search.max_in_flight)),
+            corpus,
+            cache,
+            cache_view,
+            scorers,
+            notice_pages: crate::templates::StencilCache::new(256),
+        },
+        budgets: Budgets {
+            store: budget_store,
+            search: search_budget,
+            publish: publish_budget,
+            pin_failures: Arc::new(settings.pin_failure_budget.clone()),
+            pin_page_failures: Arc::new(settings.pin_page_failure_budget.clone()),
+            policies,
+        },
+        api: ApiState {
+            bodies: crate::request_limits::BodyGate::new(settings.requests),
+            hash_slots: Default::default(),
+            pin_turns: Default::default(),
+            page_pin_turns: Default::default(),
+        },
+        templates: templates::load().context("parsing templates")?,
+        trusted_proxies: settings.trusted_proxies.clone(),
+        clock: settings.clock.clone(),
+        metrics,
+    })
+}
+
+/// The service's routes on `settings.bind`, with the middleware every answer
+/// passes and the network deadlines; its bound address.
+fn serve_routes(
+    settings: &Settings,
+    state: web::Data<AppState>,
+) -> anyhow::Result<(SocketAddr, Server)> {
+    let listener =
+        TcpListener::bind(settings.bind).with_context(|| format!("binding {}", settings.bind))?;
+    let address = listener.local_addr()?;
+    let mcp = web::Data::new(crate::mcp::transport::Endpoint::new(state.clone()));
+    let own_origins = web::Data::new(OwnOrigins::new(
+        settings.public_url.clone(),
+        address,
+        settings.mcp_allowed_origins.clone(),
+    ));
+    log_own_names(settings, address);
+    let server = HttpServer::new(move || {
+        App::new()
+            // Innermost first: HEAD is routed as GET before any route is matched.
+            .wrap(middleware::from_fn(routes::head_as_get))
+            .wrap(middleware::from_fn(
+                routes::unread_body::close_after_unread_body,
+            ))
+            .wrap(middleware::from_fn(
+                routes::security_headers::security_headers,
+            ))
+            .wrap(TracingLogger::<PathOnlyRootSpan>::new())
+            .app_data(state.clone())
+            .app_data(mcp.clone())
+            .app_data(own_origins.clone())
+            .configure(routes_config)
+    });
+    let server = match settings.http_workers {
+        Some(workers) => server.workers(workers),
+        None => server,
+    };
+    Ok((address, with_deadlines!(server).listen(listener)?.run()))
+}
+
+/// `/metrics` alone on `bind`, on one worker; its bound address.
+fn serve_metrics(
+    bind: SocketAddr,
+    state: web::Data<AppState>,
+) -> anyhow::Result<(SocketAddr, Server)> {
+    let listener =
+        TcpListener::bind(bind).with_context(|| format!("binding the metrics listener {bind}"))?;
+    let address = listener.local_addr()?;
+    let server = HttpServer::new(move || {
+        App::new()
+            .wrap(middleware::from_fn(routes::head_as_get))
+            .app_data(state.clone())
+            .route("/metrics", web::get().to(routes::metrics::metrics))
+    })
+    .workers(1);
+    Ok((address, with_deadlines!(server).listen(listener)?.run()))
 }
 
 /// Says which names `/mcp` answers when that is not obvious: the service is bound
@@ -433,7 +339,7 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
         // A browser page of another origin may not write (own_origins: DNS rebinding
         // and bodies without a Content-Type).
         .service(routes::api::scope().wrap(middleware::from_fn(
-            routes::own_origins::refuse_foreign_writes,
+            crate::http::own_origins::refuse_foreign_writes,
         )))
         .route("/mcp", web::to(crate::mcp::transport::mcp))
         .default_service(web::to(routes::not_found));
@@ -441,12 +347,21 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
 
 /// Sweeps ended budget windows periodically. (The candidate snapshot is warmed in
 /// [`Application::build`], before the server is ready.)
-fn spawn_background(
-    budget_store: BudgetStore,
-    horizon: i64,
-    clock: Arc<dyn Clock>,
-    pages: PageStore,
-) {
+fn spawn_background(state: &AppState) {
+    let budgets = &state.budgets;
+    let horizon = [
+        &budgets.search,
+        &budgets.publish,
+        &budgets.pin_failures,
+        &budgets.pin_page_failures,
+    ]
+    .iter()
+    .map(|b| b.horizon())
+    .max()
+    .unwrap_or(0);
+    let budget_store = budgets.store.clone();
+    let clock = state.clock.clone();
+    let pages = state.pages.store.clone();
     actix_web::rt::spawn(async move {
         let mut tick = tokio::time::interval(SWEEP_INTERVAL);
         loop {
@@ -477,7 +392,7 @@ fn spawn_background(
                     tracing::debug!(deleted, "swept ended budget windows")
                 }
                 Ok(_) => {}
-                Err(StoreError::Mailbox(_)) => break,
+                Err(StoreError::Closed(_)) => break,
                 Err(e) => tracing::warn!(error = %e, "sweeping budget windows failed"),
             }
         }

@@ -113,10 +113,9 @@ impl RateLimitPolicies {
 /// The budgets, shared with the store calls that count them, and the store.
 #[derive(Clone)]
 pub struct Budgets {
-    /// The counters of every budget (SQLite via the RateLimiter actor, or Redis).
+    /// The counters of every budget (SQLite via the RateLimiter actor, PostgreSQL
+    /// or Redis).
     pub store: BudgetStore,
-    /// The budget database's files as opened, for readiness (`None` with Redis).
-    pub storage: Option<Arc<crate::db::storage::Storage>>,
     /// Gates 3/4 of `/search`.
     pub search: Arc<Budget>,
     /// API page writes: create, update, archive, claim.

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use agent_pages::client_ip::TrustedProxies;
-use agent_pages::routes::own_origins::PublicUrl;
+use agent_pages::http::own_origins::PublicUrl;
 use serde_yaml::Value;
 use support::{free_port, require_program};
 

@@ -62,7 +62,7 @@ fn check_session(app: &helpers::TestApp, session: &Value, version: &str) {
     assert_eq!(session["tools"].as_array().unwrap().len(), 7, "{label}");
     assert_eq!(
         session["publish_pin_pattern"],
-        Value::String(agent_pages::routes::api::types::PATTERNS.pin.clone()),
+        Value::String(agent_pages::operations::types::PATTERNS.pin.clone()),
         "{label}"
     );
     let slug = session["slug"].as_str().unwrap();

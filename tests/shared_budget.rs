@@ -72,7 +72,7 @@ impl Replica {
 fn seeded_database() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let database = dir.path().join("pages.sqlite3");
-    let mut conn = agent_pages::db::open_migrated(&database).unwrap();
+    let mut conn = agent_pages::sqlite::open_migrated(&database).unwrap();
     agent_pages::import::import(&mut conn, PAGES.as_bytes(), None, 1_700_000_000).unwrap();
     (dir, database)
 }
@@ -169,7 +169,7 @@ async fn fifty_searches_from_one_client_over_two_replicas_admit_exactly_20() {
     // No SQLite file holds a counter: the pages are there, the budget database
     // was never made.
     assert!(database.exists());
-    assert!(!agent_pages::db::budget_path_beside(&database).exists());
+    assert!(!agent_pages::budget::open::path_beside(&database).exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,61 +1,81 @@
-//! [`StoreError`]: why a budget operation has no answer, whichever store is behind
-//! [`super::store::BudgetStore`]. Both backends return it, so it lives beside them,
-//! not in the façade that imports them.
+//! [`StoreError`]: why a budget operation has no answer, whichever backend is
+//! behind [`super::store::BudgetStore`]. Every backend returns it, classed where
+//! the failure happened into the one fault vocabulary ([`Fault`]).
 
-use super::rate_limiter;
-use crate::db::{DbError, Fault};
+use crate::faults::Fault;
+use crate::sqlite::DbError;
 
 /// Why a budget operation has no answer. Callers answer by [`StoreError::fault`]
-/// (`crate::routes::faults` says how); the cause is for logs only.
+/// (`crate::faults` says how); the cause is for logs only.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The SQLite counters failed for a reason of ours (bad SQL, misuse).
-    #[error("budget database: {0}")]
-    Db(DbError),
-    /// The store cannot answer now (Redis down or slow; SQLite locked by another
-    /// writer past its busy timeout, its disk full, its file not writable, its I/O
-    /// failing): answer 503, never admit.
-    #[error("budget store unavailable: {0}")]
-    Unavailable(String),
-    /// A batch of SQLite spends failed for a reason of ours.
-    #[error("{0}")]
-    Batch(rate_limiter::SpendFailed),
-    /// The RateLimiter actor is gone (shutting down).
-    #[error("rate limiter: {0}")]
-    Mailbox(#[from] actix::MailboxError),
-    /// Redis answered something the budget script never returns (a bug, or a key
-    /// of ours overwritten by someone else): answer 500.
-    #[error("budget store answer: {0}")]
-    Redis(String),
-    /// PostgreSQL refused the budget call itself (a bug, a schema not migrated):
-    /// answer 500.
-    #[error("budget store: {0}")]
-    Postgres(String),
+    /// The store failed, classed by `fault`: [`Fault::Unavailable`] when it cannot
+    /// answer now (Redis down or slow; SQLite locked by another writer past its busy
+    /// timeout, its disk full, its file not writable, its I/O failing; PostgreSQL
+    /// down or busy): answer 503, never admit. [`Fault::Bug`] for a reason of ours
+    /// (bad SQL, misuse, an answer the backend's script never gives, a schema not
+    /// migrated): answer 500.
+    #[error("budget store{}: {cause}", if *.fault == Fault::Unavailable { " unavailable" } else { "" })]
+    Failed { fault: Fault, cause: String },
+    /// The store was shut down (the process is stopping): answered as unavailable,
+    /// and not an outage to log.
+    #[error("budget store closed: {0}")]
+    Closed(String),
 }
 
 impl StoreError {
-    /// How it is answered: a bug of ours ([`StoreError::Db`], [`StoreError::Batch`],
-    /// [`StoreError::Redis`], [`StoreError::Postgres`]) or a store that cannot answer now (the rest; the
-    /// RateLimiter gone means the process is shutting down).
+    /// The store cannot answer now.
+    pub fn unavailable(cause: impl Into<String>) -> Self {
+        StoreError::Failed {
+            fault: Fault::Unavailable,
+            cause: cause.into(),
+        }
+    }
+
+    /// The store failed for a reason of ours.
+    pub fn bug(cause: impl Into<String>) -> Self {
+        StoreError::Failed {
+            fault: Fault::Bug,
+            cause: cause.into(),
+        }
+    }
+
+    /// How it is answered: its class ([`StoreError::Closed`] is unavailable).
     pub fn fault(&self) -> Fault {
         match self {
-            StoreError::Unavailable(_) | StoreError::Mailbox(_) => Fault::Unavailable,
-            StoreError::Db(_)
-            | StoreError::Batch(_)
-            | StoreError::Redis(_)
-            | StoreError::Postgres(_) => Fault::Bug,
+            StoreError::Failed { fault, .. } => *fault,
+            StoreError::Closed(_) => Fault::Unavailable,
         }
+    }
+
+    /// The store cannot answer now (and is not shut down): what the outage log and
+    /// readiness report.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Failed {
+                fault: Fault::Unavailable,
+                ..
+            }
+        )
     }
 }
 
 impl From<DbError> for StoreError {
     /// Storage that cannot answer now (a lock held past the busy timeout, a full
-    /// disk, I/O: `crate::db::fault`) is unavailability (503), a bug a failure.
+    /// disk, I/O: `crate::sqlite::fault`) is unavailability (503), a bug a failure.
     fn from(e: DbError) -> Self {
         if e.fault().is_bug() {
-            StoreError::Db(e)
+            StoreError::bug(e.to_string())
         } else {
-            StoreError::Unavailable(e.to_string())
+            StoreError::unavailable(e.to_string())
         }
+    }
+}
+
+impl From<actix::MailboxError> for StoreError {
+    /// The RateLimiter actor is gone: the process is shutting down.
+    fn from(e: actix::MailboxError) -> Self {
+        StoreError::Closed(format!("rate limiter: {e}"))
     }
 }

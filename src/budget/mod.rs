@@ -10,6 +10,7 @@
 //! (both-or-neither, however many windows there are).
 
 pub mod error;
+pub mod open;
 pub mod postgres;
 pub mod rate_limiter;
 pub mod redis;

@@ -24,7 +24,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use std::time::Duration;
 
+use futures_util::FutureExt as _;
+
 use super::error::StoreError;
+use super::store::{BudgetBackend, BudgetFuture, CountMode};
 use super::{BucketKeys, Budget, Decided, StoreClock, WindowCount};
 use crate::pg::{CallError, Epoch, Pg, PgError};
 
@@ -76,6 +79,8 @@ struct Request {
 pub struct PgCounters {
     queue: mpsc::UnboundedSender<Request>,
     server_clock: bool,
+    /// The pool the sweep runs on (the batching task has its own clone).
+    pg: Pg,
 }
 
 impl PgCounters {
@@ -86,10 +91,11 @@ impl PgCounters {
     /// batching task on the current Tokio runtime.
     pub fn new(pg: Pg, server_clock: bool, epoch: Epoch) -> Self {
         let (queue, requests) = mpsc::unbounded_channel();
-        tokio::spawn(decide_batches(pg, server_clock, epoch, requests));
+        tokio::spawn(decide_batches(pg.clone(), server_clock, epoch, requests));
         Self {
             queue,
             server_clock,
+            pg,
         }
     }
 
@@ -171,34 +177,76 @@ impl PgCounters {
                 now,
                 answer,
             })
-            .map_err(|_| StoreError::Postgres("the budget task stopped".into()))?;
+            .map_err(|_| StoreError::bug("the budget task stopped"))?;
         let answer = receive
             .await
-            .map_err(|_| StoreError::Postgres("the budget task stopped".into()))?;
+            .map_err(|_| StoreError::bug("the budget task stopped"))?;
         answer.map_err(|e| match e {
             PgError::Down(_) | PgError::Unavailable(_) | PgError::Busy(_) => {
-                StoreError::Unavailable(e.to_string())
+                StoreError::unavailable(e.to_string())
             }
-            PgError::Failed(_) => StoreError::Postgres(e.to_string()),
+            PgError::Failed(_) => StoreError::bug(e.to_string()),
         })
     }
 
     /// Deletes counters whose window started at least `horizon` seconds before
     /// `now`. Returns how many.
-    pub async fn sweep(pg: &Pg, now: i64, horizon: i64) -> Result<usize, StoreError> {
-        pg.run(|c| {
-            Box::pin(async move {
-                let n = c
-                    .execute(
-                        "DELETE FROM rate_limit_counters WHERE window_start <= $1",
-                        &[&(now - horizon)],
-                    )
-                    .await?;
-                Ok(n as usize)
+    pub async fn sweep(&self, now: i64, horizon: i64) -> Result<usize, StoreError> {
+        self.pg
+            .run(|c| {
+                Box::pin(async move {
+                    let n = c
+                        .execute(
+                            "DELETE FROM rate_limit_counters WHERE window_start <= $1",
+                            &[&(now - horizon)],
+                        )
+                        .await?;
+                    Ok(n as usize)
+                })
             })
-        })
-        .await
-        .map_err(|e| StoreError::Unavailable(e.to_string()))
+            .await
+            .map_err(|e| StoreError::unavailable(e.to_string()))
+    }
+}
+
+impl BudgetBackend for PgCounters {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn clock(&self) -> StoreClock {
+        PgCounters::clock(self)
+    }
+
+    fn spend<'a>(
+        &'a self,
+        budget: &'a std::sync::Arc<Budget>,
+        keys: &'a BucketKeys,
+        now: i64,
+    ) -> BudgetFuture<'a, (Decided, Option<i64>)> {
+        // Its function also reads the corpus generation (and notes the epoch).
+        async move {
+            let (decided, generation) = PgCounters::spend(self, budget, keys, now).await?;
+            Ok((decided, Some(generation)))
+        }
+        .boxed()
+    }
+
+    fn counts<'a>(
+        &'a self,
+        budget: &'a std::sync::Arc<Budget>,
+        keys: &'a BucketKeys,
+        now: i64,
+        mode: CountMode,
+    ) -> BudgetFuture<'a, Vec<WindowCount>> {
+        match mode {
+            CountMode::Peek => self.peek(budget, keys, now).boxed(),
+            CountMode::Record => self.record(budget, keys, now).boxed(),
+        }
+    }
+
+    fn sweep(&self, now: i64, horizon: i64) -> BudgetFuture<'_, usize> {
+        PgCounters::sweep(self, now, horizon).boxed()
     }
 }
 

@@ -1,5 +1,5 @@
 //! The RateLimiter actor: owns the SQLite write connection of the budget database
-//! (a file of its own, never the page database's: see [`crate::db::open_budget`])
+//! (a file of its own, never the page database's: see [`crate::sqlite::open_budget`])
 //! and runs the budget transactions (gates 3/4, the publish budget, PIN failures).
 //!
 //! It runs on an arbiter (thread) of its own, because SQLite calls block. One
@@ -25,19 +25,23 @@
 //! the search reads it from the page store itself, which answers the fault
 //! (`crate::search::corpus::Corpus`).
 //!
-//! It is the SQLite backend of the budget store: handlers reach it through
-//! [`super::store::BudgetStore`], which hides whether the counters live here or in
-//! Redis; the SQL it runs is [`super::sqlite`]'s.
+//! It is the SQLite backend of the budget store ([`SqliteCounters`]): handlers
+//! reach it through [`super::store::BudgetStore`], which hides whether the counters
+//! live here or elsewhere; the SQL it runs is [`super::sqlite`]'s.
 
 use std::sync::Arc;
 
-use actix::{Actor, AsyncContext, Context, Handler, Message, MessageResult};
+use actix::{Actor, Addr, AsyncContext, Context, Handler, Message, MessageResult};
+use futures_util::FutureExt as _;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
-use super::{sqlite, BucketKeys, Budget, Decision};
-use crate::db::storage::Storage;
-use crate::db::{DbError, Fault};
+use super::error::StoreError;
+use super::store::{BudgetBackend, BudgetFuture, CountMode};
+use super::{sqlite, BucketKeys, Budget, Decided, Decision, StoreClock, WindowCount};
+use crate::faults::Fault;
+use crate::sqlite::storage::{Storage, MIN_FREE_BYTES};
+use crate::sqlite::DbError;
 
 /// How long a budget transaction waits for another writer's lock before the
 /// request is answered 503 `budget-unavailable`. Only another process's
@@ -82,15 +86,6 @@ pub struct SpendFailed {
     pub fault: Fault,
     /// The SQLite error, for logs.
     pub cause: String,
-}
-
-/// What [`Counts`] does with the counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CountMode {
-    /// Read them, changing nothing.
-    Peek,
-    /// Count one event in every window, whatever the limits.
-    Record,
 }
 
 /// Read (or record one event in) the counters of `keys` at `now`; answers the
@@ -138,7 +133,7 @@ pub struct RateLimiter {
 
 impl RateLimiter {
     /// Takes the write connection of the (migrated) budget database
-    /// ([`crate::db::open_budget`]) and its files as captured (`storage`), and sets
+    /// ([`crate::sqlite::open_budget`]) and its files as captured (`storage`), and sets
     /// its [`BUSY_TIMEOUT`].
     ///
     /// Errors: SQLite refused the setting.
@@ -266,26 +261,123 @@ impl Handler<Sweep> for RateLimiter {
     }
 }
 
+/// The SQLite budget backend: the RateLimiter's address, and the budget file as
+/// opened (for readiness). Windows follow the caller's clock, the process's.
+pub struct SqliteCounters {
+    limiter: Addr<RateLimiter>,
+    storage: Arc<Storage>,
+}
+
+impl SqliteCounters {
+    /// The counters `limiter` writes in the budget file `storage` captured.
+    pub fn new(limiter: Addr<RateLimiter>, storage: Arc<Storage>) -> Self {
+        Self { limiter, storage }
+    }
+}
+
+impl BudgetBackend for SqliteCounters {
+    fn kind(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn clock(&self) -> StoreClock {
+        StoreClock::Caller
+    }
+
+    fn spend<'a>(
+        &'a self,
+        budget: &'a Arc<Budget>,
+        keys: &'a BucketKeys,
+        now: i64,
+    ) -> BudgetFuture<'a, (Decided, Option<i64>)> {
+        async move {
+            let answer = self
+                .limiter
+                .send(Spend {
+                    budget: budget.clone(),
+                    keys: keys.clone(),
+                    now,
+                })
+                .await?;
+            match answer.await {
+                // The caller's `now` is the SQLite store's clock, in whole seconds;
+                // the generation is the page file's, read after the batch's commit.
+                Ok(Ok((decision, generation))) => {
+                    Ok((Decided::at_whole_second(decision), generation))
+                }
+                // A lock held too long, a full disk, failing I/O: not ours.
+                Ok(Err(failed)) if !failed.fault.is_bug() => {
+                    Err(StoreError::unavailable(failed.cause))
+                }
+                Ok(Err(failed)) => Err(StoreError::bug(failed.to_string())),
+                Err(_) => Err(actix::MailboxError::Closed.into()),
+            }
+        }
+        .boxed()
+    }
+
+    fn counts<'a>(
+        &'a self,
+        budget: &'a Arc<Budget>,
+        keys: &'a BucketKeys,
+        now: i64,
+        mode: CountMode,
+    ) -> BudgetFuture<'a, Vec<WindowCount>> {
+        async move {
+            let counts = self
+                .limiter
+                .send(Counts {
+                    budget: budget.clone(),
+                    keys: keys.clone(),
+                    now,
+                    mode,
+                })
+                .await??;
+            Ok(budget.window_counts(&counts, now))
+        }
+        .boxed()
+    }
+
+    fn sweep(&self, now: i64, horizon: i64) -> BudgetFuture<'_, usize> {
+        async move { Ok(self.limiter.send(Sweep { now, horizon }).await??) }.boxed()
+    }
+
+    fn check_files(&self) -> Result<(), String> {
+        self.storage.check().map_err(|fault| {
+            tracing::error!(%fault, "readiness: budget database file");
+            format!("the budget database file is {}", fault.short())
+        })?;
+        match self.storage.free_bytes() {
+            Ok(free) if free < MIN_FREE_BYTES => {
+                tracing::error!(free, "readiness: the budget database's filesystem is full");
+                Err("the budget database's disk is full".to_owned())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::client_ip::ClientIp;
-    use crate::db;
+    use crate::sqlite;
 
     #[actix_web::test]
     async fn every_spend_of_a_batch_answers_the_page_generation_read_after_its_commit() {
         let dir = tempfile::tempdir().unwrap();
         let pages_path = dir.path().join("pages.sqlite3");
-        let writer = db::open_migrated(&pages_path).unwrap();
+        let writer = sqlite::open_migrated(&pages_path).unwrap();
         let budget_path = dir.path().join("pages.budget.sqlite3");
-        let budget_conn = db::open_budget(&budget_path).unwrap();
+        let budget_conn = sqlite::open_budget(&budget_path).unwrap();
         let storage = Arc::new(Storage::capture(&budget_path).unwrap());
-        let reader = db::open_reader(&pages_path, std::time::Duration::from_millis(20)).unwrap();
+        let reader =
+            sqlite::open_reader(&pages_path, std::time::Duration::from_millis(20)).unwrap();
         let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = reads.clone();
         let probe: GenerationProbe = Box::new(move || {
             counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            db::pages::generation(&reader).ok()
+            crate::page_store::sqlite::pages::generation(&reader).ok()
         });
         let limiter = RateLimiter::new(budget_conn, storage)
             .unwrap()

@@ -17,7 +17,7 @@
 //! A call never waits long: the client retries a connection once after 5–10 ms,
 //! with 2 × the call deadline as its own connect and response timeouts, and every
 //! call is cut off at the call deadline ([`DEFAULT_CALL_TIMEOUT`], or
-//! `AGENT_PAGES_REDIS_TIMEOUT_MS`) with [`StoreError::Unavailable`]. The connection
+//! `AGENT_PAGES_REDIS_TIMEOUT_MS`) as unavailable ([`StoreError::unavailable`]). The connection
 //! is made lazily on the first call, so the service starts while Redis is down.
 //!
 //! **Recovery.** redis-rs's `ConnectionManager` remakes a connection that dropped.
@@ -51,7 +51,10 @@ use std::time::{Duration, Instant};
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ::redis::{ErrorKind, RedisError, Script};
 
+use futures_util::FutureExt as _;
+
 use super::error::StoreError;
+use super::store::{BudgetBackend, BudgetFuture, CountMode};
 use super::{BucketKeys, Budget, Decided, StoreClock, WindowCount};
 
 /// How long one Redis call may take before the request is answered without it.
@@ -138,7 +141,7 @@ pub struct RedisSettings {
     /// others). Valkey accepts the same. Holds the password, so it is never logged.
     pub url: String,
     /// The deadline of one call (connection included); past it the caller gets
-    /// [`StoreError::Unavailable`].
+    /// an unavailable [`StoreError`].
     pub call_timeout: Duration,
     /// `true` (the service): windows are aligned with the Redis server's clock.
     /// `false`: with the `now` each caller passes (tests with a manual clock).
@@ -330,7 +333,7 @@ impl RedisCounters {
             {
                 Err(_) => {
                     self.link.ran_out(generation);
-                    return Err(StoreError::Unavailable(format!(
+                    return Err(StoreError::unavailable(format!(
                         "Redis did not answer within {} ms",
                         self.call_timeout.as_millis()
                     )));
@@ -346,7 +349,7 @@ impl RedisCounters {
             };
         let n = budget.windows.len();
         if reply.len() != n + 3 || reply[2] < 0 || reply[2] as usize > n {
-            return Err(StoreError::Redis(format!(
+            return Err(StoreError::bug(format!(
                 "the budget script answered {} values for {n} windows",
                 reply.len()
             )));
@@ -357,6 +360,44 @@ impl RedisCounters {
             refused: (reply[2] > 0).then(|| reply[2] as usize - 1),
             counts: reply[3..].to_vec(),
         })
+    }
+}
+
+impl BudgetBackend for RedisCounters {
+    fn kind(&self) -> &'static str {
+        "redis"
+    }
+
+    fn clock(&self) -> StoreClock {
+        RedisCounters::clock(self)
+    }
+
+    fn spend<'a>(
+        &'a self,
+        budget: &'a Arc<Budget>,
+        keys: &'a BucketKeys,
+        now: i64,
+    ) -> BudgetFuture<'a, (Decided, Option<i64>)> {
+        // Redis knows nothing of the corpus: the search reads the generation.
+        async move { Ok((RedisCounters::spend(self, budget, keys, now).await?, None)) }.boxed()
+    }
+
+    fn counts<'a>(
+        &'a self,
+        budget: &'a Arc<Budget>,
+        keys: &'a BucketKeys,
+        now: i64,
+        mode: CountMode,
+    ) -> BudgetFuture<'a, Vec<WindowCount>> {
+        match mode {
+            CountMode::Peek => self.peek(budget, keys, now).boxed(),
+            CountMode::Record => self.record(budget, keys, now).boxed(),
+        }
+    }
+
+    fn sweep(&self, _now: i64, _horizon: i64) -> BudgetFuture<'_, usize> {
+        // Every Redis key expires at the end of its window.
+        async { Ok(0) }.boxed()
     }
 }
 
@@ -502,8 +543,8 @@ pub fn key_name(first: &str, key: &str) -> String {
 /// this code cannot read is a bug (500).
 fn classify(e: RedisError) -> StoreError {
     match e.kind() {
-        ErrorKind::Parse | ErrorKind::UnexpectedReturnType => StoreError::Redis(e.to_string()),
-        _ => StoreError::Unavailable(format!("Redis: {e}")),
+        ErrorKind::Parse | ErrorKind::UnexpectedReturnType => StoreError::bug(e.to_string()),
+        _ => StoreError::unavailable(format!("Redis: {e}")),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The budget counters in SQLite's `rate_limit_counters` (SPEC §3), in the budget
-//! database (a file of its own, `crate::db::open_budget`): one row per bucket key
+//! database (a file of its own, `crate::sqlite::open_budget`): one row per bucket key
 //! holding the start of its current window and its count. Plain SQL on a
 //! `&Transaction`; the RateLimiter actor ([`super::rate_limiter`]) owns the
 //! connection and the transaction.
@@ -248,7 +248,7 @@ mod tests {
     use super::*;
     use crate::budget::{FixedWindow, WindowCount};
     use crate::client_ip::ClientIp;
-    use crate::db::temp_budget_db as db;
+    use crate::sqlite::temp_budget_db as db;
     use rusqlite::OptionalExtension;
 
     const T0: i64 = 1_800_000_000; // a multiple of 3600

@@ -1,6 +1,9 @@
-//! Where the budget counters live: one interface, chosen once at start-up. The
-//! gates and the outcome matrix call [`BudgetStore`] and never learn which store is
-//! behind it.
+//! Where the budget counters live: one interface, chosen once at start-up
+//! ([`super::open`]). The gates and the outcome matrix call [`BudgetStore`] and never
+//! learn which store is behind it. A backend is one type implementing
+//! [`BudgetBackend`], as a page store's is one implementing
+//! `crate::page_store::PageBackend`; adding one is a module beside
+//! [`super::redis`] and the line in [`super::open`] that builds it.
 //!
 //! - SQLite (the default): the RateLimiter actor's transaction on the budget
 //!   database (a file of its own beside the page database); processes on one host
@@ -41,20 +44,74 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use actix::Addr;
+use futures_util::future::BoxFuture;
 use hashlink::LruCache;
 
 use super::error::StoreError;
-use super::postgres::PgCounters;
-pub use super::rate_limiter::CountMode;
-use super::rate_limiter::{self, RateLimiter};
-use super::redis::RedisCounters;
 use super::{BucketKeys, Budget, Decided, Decision, FixedWindow, StoreClock, WindowCount};
+
+/// What every budget-backend call returns: a boxed future (so [`BudgetBackend`] is
+/// object-safe) of the answer or a [`StoreError`].
+pub type BudgetFuture<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
+
+/// What [`BudgetBackend::counts`] does with the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountMode {
+    /// Read them, changing nothing.
+    Peek,
+    /// Count one event in every window, whatever the limits.
+    Record,
+}
+
+/// One place the budget counters live. Implementations hold their own connections
+/// and run their own statements, deciding in their own time (see the module docs);
+/// [`BudgetStore`] is the handle everything else uses.
+pub trait BudgetBackend: Send + Sync + 'static {
+    /// Which store this is, for logs and docs: `sqlite`, `redis`, `postgres`, …
+    fn kind(&self) -> &'static str;
+
+    /// Whose clock the windows follow.
+    fn clock(&self) -> StoreClock;
+
+    /// Counts one request in every window of `budget` for `keys` if all are under
+    /// their limits, else nothing (both-or-neither), decided at `now` when the
+    /// backend keeps [`StoreClock::Caller`], else in its own time; with the corpus
+    /// generation when the backend read it after the spend (`None` otherwise).
+    fn spend<'a>(
+        &'a self,
+        budget: &'a Arc<Budget>,
+        keys: &'a BucketKeys,
+        now: i64,
+    ) -> BudgetFuture<'a, (Decided, Option<i64>)>;
+
+    /// The counts of `keys` in the windows containing `now` ([`CountMode::Peek`]),
+    /// or first one event counted in each whatever the limits
+    /// ([`CountMode::Record`]): each window's count, what it has left, and its
+    /// seconds left by the store's clock.
+    fn counts<'a>(
+        &'a self,
+        budget: &'a Arc<Budget>,
+        keys: &'a BucketKeys,
+        now: i64,
+        mode: CountMode,
+    ) -> BudgetFuture<'a, Vec<WindowCount>>;
+
+    /// Deletes counters whose window started at least `horizon` seconds before
+    /// `now`; how many (a store whose keys expire by themselves answers 0).
+    fn sweep(&self, now: i64, horizon: i64) -> BudgetFuture<'_, usize>;
+
+    /// What readiness checks besides a write, for the store's own files (SQLite:
+    /// the budget file is the one opened, writable, with room on its disk): `Err`
+    /// with a few words for `/readyz` (the details go to the log). None by default.
+    fn check_files(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
 
 /// A cheap, cloneable handle on the budget counters.
 #[derive(Clone)]
 pub struct BudgetStore {
-    backend: Backend,
+    backend: Arc<dyn BudgetBackend>,
     /// Full windows seen: bucket key → when the refusal ends, in the store's time.
     /// Bounded; an evicted entry only costs one store round trip.
     full: Arc<Mutex<LruCache<String, Until>>>,
@@ -64,13 +121,6 @@ pub struct BudgetStore {
 
 /// Keys remembered as full at most; beyond it the least recently refused go.
 const FULL_MEMO_ENTRIES: usize = 65_536;
-
-#[derive(Clone)]
-enum Backend {
-    Sqlite(Addr<RateLimiter>),
-    Redis(RedisCounters),
-    Postgres(PgCounters, crate::pg::Pg),
-}
 
 /// When a remembered refusal ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,25 +164,10 @@ impl Until {
 }
 
 impl BudgetStore {
-    /// The counters in SQLite, written by `rate_limiter`.
-    pub fn sqlite(rate_limiter: Addr<RateLimiter>) -> Self {
-        Self::with(Backend::Sqlite(rate_limiter))
-    }
-
-    /// The counters in Redis (or Valkey), shared by every replica using it.
-    pub fn redis(counters: RedisCounters) -> Self {
-        Self::with(Backend::Redis(counters))
-    }
-
-    /// The counters in PostgreSQL (the pages' database), shared by every replica;
-    /// `pg` is the pool the sweep runs on.
-    pub fn postgres(counters: PgCounters, pg: crate::pg::Pg) -> Self {
-        Self::with(Backend::Postgres(counters, pg))
-    }
-
-    fn with(backend: Backend) -> Self {
+    /// The handle on `backend`.
+    pub fn new(backend: impl BudgetBackend) -> Self {
         Self {
-            backend,
+            backend: Arc::new(backend),
             full: Arc::new(Mutex::new(LruCache::new(FULL_MEMO_ENTRIES))),
             up: Arc::new(AtomicBool::new(true)),
         }
@@ -140,27 +175,20 @@ impl BudgetStore {
 
     /// Which store this is, for logs and docs: `sqlite`, `redis` or `postgres`.
     pub fn kind(&self) -> &'static str {
-        match self.backend {
-            Backend::Sqlite(_) => "sqlite",
-            Backend::Redis(_) => "redis",
-            Backend::Postgres(..) => "postgres",
-        }
+        self.backend.kind()
     }
 
     /// Whose clock the store's windows follow.
     pub fn clock(&self) -> StoreClock {
-        match &self.backend {
-            Backend::Sqlite(_) => StoreClock::Caller,
-            Backend::Redis(redis) => redis.clock(),
-            Backend::Postgres(counters, _) => counters.clock(),
-        }
+        self.backend.clock()
     }
 
-    /// Notes the result of a call: the first [`StoreError::Unavailable`] after an
-    /// answer logs a warning, the first answer after one logs the recovery.
+    /// Notes the result of a call: the first unavailability
+    /// ([`StoreError::is_unavailable`]) after an answer logs a warning, the first
+    /// answer after one logs the recovery.
     fn observe<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
         match &result {
-            Err(StoreError::Unavailable(e)) => {
+            Err(e) if e.is_unavailable() => {
                 if self.up.swap(false, Ordering::SeqCst) {
                     tracing::warn!(
                         store = self.kind(),
@@ -221,7 +249,7 @@ impl BudgetStore {
     /// the windows' time when the store keeps [`StoreClock::Caller`]; a store with
     /// its own clock decides, and answers `Retry-After` and seconds left, in that.
     ///
-    /// Errors: [`StoreError::Unavailable`] when the store did not answer in time.
+    /// Errors: an unavailable [`StoreError`] when the store did not answer in time.
     pub async fn spend(
         &self,
         budget: &Arc<Budget>,
@@ -261,39 +289,7 @@ impl BudgetStore {
         keys: &BucketKeys,
         now: i64,
     ) -> Result<(Decided, Option<i64>), StoreError> {
-        let result = match &self.backend {
-            Backend::Sqlite(addr) => {
-                let answer = addr
-                    .send(rate_limiter::Spend {
-                        budget: budget.clone(),
-                        keys: keys.clone(),
-                        now,
-                    })
-                    .await?;
-                match answer.await {
-                    // The caller's `now` is the SQLite store's clock, in whole
-                    // seconds; the generation is the page file's, read after the
-                    // batch's commit (see `rate_limiter`).
-                    Ok(Ok((decision, generation))) => {
-                        Ok((Decided::at_whole_second(decision), generation))
-                    }
-                    // A lock held too long, a full disk, failing I/O: not ours.
-                    Ok(Err(failed)) if !failed.fault.is_bug() => {
-                        Err(StoreError::Unavailable(failed.cause))
-                    }
-                    Ok(Err(failed)) => Err(StoreError::Batch(failed)),
-                    Err(_) => Err(StoreError::Mailbox(actix::MailboxError::Closed)),
-                }
-            }
-            // Redis knows nothing of the corpus: the search reads the generation.
-            Backend::Redis(redis) => redis.spend(budget, keys, now).await.map(|d| (d, None)),
-            // Its function also reads the corpus generation (and notes the epoch).
-            Backend::Postgres(counters, _) => counters
-                .spend(budget, keys, now)
-                .await
-                .map(|(d, generation)| (d, Some(generation))),
-        };
-        self.observe(result)
+        self.observe(self.backend.spend(budget, keys, now).await)
     }
 
     /// Reads the counts of `keys` in the windows containing `now` ([`CountMode::Peek`]),
@@ -308,28 +304,13 @@ impl BudgetStore {
         now: i64,
         mode: CountMode,
     ) -> Result<Vec<WindowCount>, StoreError> {
-        let result = match &self.backend {
-            Backend::Sqlite(addr) => addr
-                .send(rate_limiter::Counts {
-                    budget: budget.clone(),
-                    keys,
-                    now,
-                    mode,
-                })
-                .await
-                .map_err(StoreError::from)
-                .and_then(|r| r.map_err(StoreError::from))
-                .map(|counts| budget.window_counts(&counts, now)),
-            Backend::Redis(redis) => match mode {
-                CountMode::Peek => redis.peek(budget, &keys, now).await,
-                CountMode::Record => redis.record(budget, &keys, now).await,
-            },
-            Backend::Postgres(counters, _) => match mode {
-                CountMode::Peek => counters.peek(budget, &keys, now).await,
-                CountMode::Record => counters.record(budget, &keys, now).await,
-            },
-        };
+        let result = self.backend.counts(budget, &keys, now, mode).await;
         self.observe(result)
+    }
+
+    /// [`BudgetBackend::check_files`].
+    pub fn check_files(&self) -> Result<(), String> {
+        self.backend.check_files()
     }
 
     /// Can the store count requests now? What every budgeted request needs: one
@@ -351,12 +332,7 @@ impl BudgetStore {
     /// Deletes counters whose window started at least `horizon` seconds before `now`
     /// (a store whose keys expire by themselves does nothing). Returns how many.
     pub async fn sweep(&self, now: i64, horizon: i64) -> Result<usize, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(addr) => Ok(addr.send(rate_limiter::Sweep { now, horizon }).await??),
-            // Every Redis key expires at the end of its window.
-            Backend::Redis(_) => Ok(0),
-            Backend::Postgres(_, pg) => PgCounters::sweep(pg, now, horizon).await,
-        }
+        self.backend.sweep(now, horizon).await
     }
 }
 

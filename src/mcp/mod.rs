@@ -8,8 +8,9 @@
 //! an actix route by [`transport`], which first applies the name and `Origin` rules
 //! of `/mcp`, what every API request gets (the body cap, deadline and open-bodies
 //! cap) and the JSON-RPC envelope rules ([`envelope`]), and hands the request's
-//! [`Caller`] (client IP by the trusted-proxy rules, public origin) to the tools. The tools ([`tools`]) call the operations the HTTP routes call, so a call
-//! spends the same budgets, once, as the same client.
+//! [`Caller`] (client IP by the trusted-proxy rules, public origin) to the tools. The
+//! tools ([`tools`]) call the operations the HTTP routes call ([`crate::operations`]),
+//! so a call spends the same budgets, once, as the same client.
 //!
 //! Protocol versions served: [`PROTOCOL_VERSIONS`] (2024-11-05, 2025-03-26,
 //! 2025-06-18 and 2025-11-25 through `initialize`; 2026-07-28 through
@@ -32,7 +33,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
-use crate::routes::api::Caller;
+use crate::operations::Caller;
 use crate::state::AppState;
 
 /// The protocol revisions `/mcp` speaks, oldest first.

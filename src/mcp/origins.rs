@@ -1,12 +1,12 @@
 //! `AGENT_PAGES_MCP_ALLOWED_ORIGINS`: which browser origins may call `/mcp` beside the
 //! service's own (the MCP transport's security notes). Parsed by `configuration`,
-//! applied with the service's own origins by `routes::own_origins`.
+//! applied with the service's own origins by `http::own_origins`.
 
 /// Browser origins `/mcp` accepts beside the service's own
 /// (`AGENT_PAGES_MCP_ALLOWED_ORIGINS`, comma-separated `scheme://host[:port]`, or
 /// `*` for any). A request without `Origin` (agents, command-line clients) is
 /// always accepted; one with an `Origin` that is neither one of the service's own
-/// (`routes::own_origins`) nor listed is refused with 403
+/// (`http::own_origins`) nor listed is refused with 403
 /// `/problems/origin-not-allowed`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AllowedOrigins {

@@ -15,14 +15,15 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::routes::api::error::ApiError;
-use crate::routes::api::openapi::{MAX_PAGE, SLUG_PATTERN};
-use crate::routes::api::types::{
+use crate::operations::error::ApiError;
+use crate::operations::pages::{self, Conditions, Target, MAX_PAGE};
+use crate::operations::problem::Problem;
+use crate::operations::search::{self, JsonReply};
+use crate::operations::types::{
     CreatePage, Created, ListQuery, PageList, PageView, StateChanged, UpdatePage, Updated,
+    SLUG_PATTERN,
 };
-use crate::routes::api::{self, body, Caller};
-use crate::routes::problem::Problem;
-use crate::routes::search::{self, JsonReply};
+use crate::operations::{body, Caller};
 use crate::search::query::QUERY_MAX;
 use crate::state::AppState;
 
@@ -325,7 +326,7 @@ async fn read_page(
     arguments: &Option<JsonObject>,
 ) -> Result<CallToolResult, ApiError> {
     let input: SlugArgs = args(arguments)?;
-    let page: PageView = api::read(state, caller, &input.slug).await?;
+    let page: PageView = pages::read(state, caller, &input.slug).await?;
     let text = format!(
         "# {}\n\n{}\n\n(slug {}, version {}, updated_at {}, {})",
         page.title, page.body, page.slug, page.version, page.updated_at, page.url
@@ -343,7 +344,7 @@ async fn list_pages(
         page: input.page.map(|p| p.to_string()),
         per_page: None,
     };
-    let list: PageList = api::list_pages(state, caller, &query).await?;
+    let list: PageList = pages::list(state, caller, &query).await?;
     let mut text = format!(
         "{} published pages; page {}{}.",
         list.total,
@@ -369,7 +370,9 @@ async fn publish_page(
 ) -> Result<CallToolResult, ApiError> {
     let input: CreatePage = args(arguments)?;
     let with_pin = input.pin.is_some();
-    let (created, _): (Created, _) = api::publish(state, caller, input).await?;
+    let created: Created = pages::publish(state, caller, input, Conditions::default())
+        .await?
+        .answer;
     let text = format!(
         "Published as slug {} (version {}): {}. {}",
         created.slug,
@@ -390,13 +393,17 @@ async fn update_page(
     arguments: &Option<JsonObject>,
 ) -> Result<CallToolResult, ApiError> {
     let input: UpdateArgs = args(arguments)?;
-    let slug = api::path_slug(&input.slug)?;
+    let target = Target {
+        slug: &input.slug,
+        pin: Some(input.pin.as_bytes()),
+    };
     let change = UpdatePage {
         title: input.title,
         body: input.body,
     };
-    let (updated, _): (Updated, _) =
-        api::update_page(state, caller, slug, change, Some(input.pin.as_bytes())).await?;
+    let updated: Updated = pages::update(state, caller, target, change, Conditions::default())
+        .await?
+        .answer;
     let text = format!("Updated {} to version {}.", updated.slug, updated.version);
     Ok(structured(to_value(&updated), text))
 }
@@ -413,11 +420,16 @@ async fn pin_change(
     change: Change,
 ) -> Result<CallToolResult, ApiError> {
     let input: PinArgs = args(arguments)?;
-    let pin = Some(input.pin.as_bytes());
-    let (after, _): (StateChanged, _) = match change {
-        Change::Archive => api::archive_page(state, caller, &input.slug, pin).await?,
-        Change::Claim => api::claim_page(state, caller, &input.slug, pin).await?,
+    let target = Target {
+        slug: &input.slug,
+        pin: Some(input.pin.as_bytes()),
     };
+    let conditions = Conditions::default();
+    let after: StateChanged = match change {
+        Change::Archive => pages::archive(state, caller, target, conditions).await?,
+        Change::Claim => pages::claim(state, caller, target, conditions).await?,
+    }
+    .answer;
     let text = format!(
         "{} is {} (version {}){}.",
         after.slug,
@@ -473,7 +485,7 @@ mod tests {
         assert_eq!(pin["maxLength"], json!(crate::pin::PIN_MAX));
         assert_eq!(
             pin["pattern"],
-            json!(crate::routes::api::types::PATTERNS.pin)
+            json!(crate::operations::types::PATTERNS.pin)
         );
         assert_eq!(props["slug"]["pattern"], json!(SLUG_PATTERN));
         assert_eq!(

@@ -7,8 +7,8 @@
 //! `Content-Length` first; `AGENT_PAGES_BODY_TIMEOUT_SECS`; a slot among
 //! `AGENT_PAGES_MAX_OPEN_BODIES`), each refusal a problem document, and then the
 //! JSON-RPC envelope ([`envelope::check`]: a malformed one is a JSON-RPC error). The
-//! request's [`Caller`] (client IP by the trusted-proxy rules, public origin) rides on
-//! the converted request's extensions to the tools. The SDK checks the rest of the
+//! request's [`Caller`](crate::operations::Caller) (client IP by the trusted-proxy
+//! rules, public origin) rides on the converted request's extensions to the tools. The SDK checks the rest of the
 //! transport (method, `Accept`, `Content-Type`, `MCP-Protocol-Version` values, the
 //! message against its methods); its plain-text refusals are answered as JSON-RPC
 //! errors too ([`envelope::as_json_rpc`]).
@@ -24,10 +24,9 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::{envelope, PagesMcp};
-use crate::routes::api::body::{self, BODY_LIMIT};
-use crate::routes::api::error::ApiError;
-use crate::routes::api::Caller;
-use crate::routes::own_origins::OwnOrigins;
+use crate::http::body::{self, BODY_LIMIT};
+use crate::http::own_origins::OwnOrigins;
+use crate::operations::error::ApiError;
 use crate::state::AppState;
 
 /// The SDK's service as `/mcp` runs it.
@@ -71,7 +70,7 @@ pub async fn mcp(
     if let Err(refusal) = own.check_mcp(&req, &state.trusted_proxies) {
         return Ok(refusal.response());
     }
-    let caller = Caller::of(&req, &state.trusted_proxies);
+    let caller = crate::http::caller(&req, &state.trusted_proxies);
     let post = req.method() == actix_web::http::Method::POST;
     let body = if post {
         body::read_capped(&state.api.bodies, &req, payload, BODY_LIMIT).await?

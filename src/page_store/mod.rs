@@ -20,6 +20,7 @@
 //! committed change exactly once, in order.
 
 pub mod moving;
+pub mod open;
 pub mod postgres;
 pub mod sqlite;
 
@@ -56,12 +57,12 @@ pub enum PageStoreError {
 }
 
 impl PageStoreError {
-    /// Its class, for `crate::routes::faults`' table.
-    pub fn fault(&self) -> crate::db::Fault {
+    /// Its class, for `crate::faults`' table.
+    pub fn fault(&self) -> crate::faults::Fault {
         match self {
-            PageStoreError::Busy(_) => crate::db::Fault::Busy,
-            PageStoreError::Unavailable(_) => crate::db::Fault::Unavailable,
-            PageStoreError::Failed(_) => crate::db::Fault::Bug,
+            PageStoreError::Busy(_) => crate::faults::Fault::Busy,
+            PageStoreError::Unavailable(_) => crate::faults::Fault::Unavailable,
+            PageStoreError::Failed(_) => crate::faults::Fault::Bug,
         }
     }
 }
@@ -78,7 +79,7 @@ pub trait PageBackend: Send + Sync + 'static {
 
     /// Inserts a new page at version 1, created and updated at `now`. A slug the
     /// writer gave must be free in any state; a derived one takes the first free
-    /// `slug`, `slug-2`, … ([`crate::db::pages::free_slug`] is the rule).
+    /// `slug`, `slug-2`, … ([`crate::page_store::sqlite::pages::free_slug`] is the rule).
     fn create(
         &self,
         page: NewPage,
@@ -155,7 +156,7 @@ pub trait PageBackend: Send + Sync + 'static {
     fn count_all(&self) -> StoreFuture<'_, i64>;
 
     /// Upserts `pages` by slug in one transaction: all of them or, on any error,
-    /// none ([`crate::db::pages::upsert`] is the rule).
+    /// none ([`crate::page_store::sqlite::pages::upsert`] is the rule).
     fn import(&self, pages: Vec<ImportPage>, now: i64) -> StoreFuture<'_, ImportCounts>;
 
     /// Whether a write could be kept now, for `/readyz`: `Err` with a few words
@@ -170,7 +171,7 @@ pub trait PageBackend: Send + Sync + 'static {
 }
 
 /// Most change-log rows one [`PageBackend::compact_changes`] may delete.
-pub use crate::db::pages::COMPACT_BATCH;
+pub use crate::page_store::sqlite::pages::COMPACT_BATCH;
 
 /// What [`PageBackend::each_candidate`] hands each candidate to; it may run on
 /// a blocking thread.

@@ -11,7 +11,7 @@
 
 use rusqlite::Connection;
 
-use crate::db::pages::{self, StoredRow};
+use crate::page_store::sqlite::pages::{self, StoredRow};
 use crate::pg::{Pg, PgError};
 
 /// Pages per statement.

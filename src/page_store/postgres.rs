@@ -192,7 +192,7 @@ async fn exists(c: &ClientWrapper, slug: &str) -> Result<bool, tokio_postgres::E
     Ok(c.query_opt(&statement, &[&slug]).await?.is_some())
 }
 
-/// [`crate::db::pages::free_slug`]'s rule over PostgreSQL: `base` if free, else
+/// [`crate::page_store::sqlite::pages::free_slug`]'s rule over PostgreSQL: `base` if free, else
 /// `base-N` with N one more than the highest canonical suffix in use (at least 2),
 /// the stem shortened when the suffix would not fit.
 async fn free_slug(c: &ClientWrapper, base: &PageSlug) -> Result<PageSlug, tokio_postgres::Error> {

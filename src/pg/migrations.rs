@@ -1,5 +1,5 @@
 //! Applies the SQL files of `migrations/postgres/` in order, each once, recorded in
-//! `schema_migrations` as SQLite's are (`crate::db::migrations`). The files are
+//! `schema_migrations` as SQLite's are (`crate::sqlite::migrations`). The files are
 //! compiled into the binary.
 //!
 //! All of one run happens in one transaction holding an advisory lock, so replicas

@@ -15,8 +15,6 @@ use std::time::Duration;
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
-use crate::budget::error::StoreError;
-use crate::db::storage::MIN_FREE_BYTES;
 use crate::state::AppState;
 
 /// How long `/readyz` waits for the budget store's answer.
@@ -52,7 +50,7 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     } else {
         "the candidate snapshot is not built yet".to_owned()
     };
-    let budget_store = match budget_files(&state) {
+    let budget_store = match state.budgets.store.check_files() {
         Err(why) => why,
         Ok(()) => budget_store(&state).await,
     };
@@ -75,25 +73,6 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
         .json(body)
 }
 
-/// The budget database's files (SQLite only): the ones opened, writable, with
-/// `MIN_FREE_BYTES` free on their filesystem.
-fn budget_files(state: &AppState) -> Result<(), String> {
-    let Some(storage) = &state.budgets.storage else {
-        return Ok(());
-    };
-    storage.check().map_err(|fault| {
-        tracing::error!(%fault, "readiness: budget database file");
-        format!("the budget database file is {}", fault.short())
-    })?;
-    match storage.free_bytes() {
-        Ok(free) if free < MIN_FREE_BYTES => {
-            tracing::error!(free, "readiness: the budget database's filesystem is full");
-            Err("the budget database's disk is full".to_owned())
-        }
-        _ => Ok(()),
-    }
-}
-
 /// Whether the budget store takes a write now
 /// ([`crate::budget::store::BudgetStore::check_ready`]).
 async fn budget_store(state: &AppState) -> String {
@@ -102,7 +81,7 @@ async fn budget_store(state: &AppState) -> String {
         Ok(Ok(())) => "ok".to_owned(),
         // The store logs an outage once when it starts and once when it ends; a
         // probe every few seconds must not log it again each time.
-        Ok(Err(StoreError::Unavailable(_))) => "the budget store does not take a write".to_owned(),
+        Ok(Err(e)) if e.is_unavailable() => "the budget store does not take a write".to_owned(),
         Ok(Err(e)) => {
             tracing::error!(error = %e, "readiness: budget store");
             "the budget store failed".to_owned()

@@ -5,8 +5,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::PageSlug;
+use crate::faults::{self, Store};
 use crate::page_store::{Page, PageStoreError};
-use crate::routes::faults::{self, Store};
 use crate::routes::{error_page, render};
 use crate::state::AppState;
 use crate::templates::format_time;
@@ -181,7 +181,7 @@ fn page_not_found(state: &AppState, req: &HttpRequest) -> HttpResponse {
     )
 }
 
-/// The page for a page-store error, as `crate::routes::faults::TABLE` says: 503
+/// The page for a page-store error, as `crate::faults::TABLE` says: 503
 /// with `Retry-After` when the store cannot answer now, 500 for a bug.
 fn internal_error(state: &AppState, req: &HttpRequest, e: PageStoreError) -> HttpResponse {
     let answer = faults::answer(Store::Pages, e.fault());

@@ -2,20 +2,13 @@
 
 pub mod api;
 pub mod assets;
-pub mod faults;
 pub mod health;
 pub mod ledger;
 pub mod metrics;
-pub mod origin;
-pub mod own_origins;
-pub mod problem;
-pub mod rate_limit_headers;
 pub mod search;
 pub mod security_headers;
 pub mod theme;
 pub mod unread_body;
-
-use std::net::{IpAddr, Ipv4Addr};
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -24,7 +17,6 @@ use actix_web::middleware::Next;
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
-use crate::client_ip::{self, ClientIp, TrustedProxies};
 use crate::state::AppState;
 
 /// Middleware: a `HEAD` request is routed exactly as the `GET` of the same URL, so
@@ -49,36 +41,6 @@ pub async fn head_as_get(
         req.head_mut().method = Method::GET;
     }
     next.call(req).await
-}
-
-/// Gate 2 (SPEC §5) on this request: the socket peer, or the client a trusted proxy
-/// names in `X-Forwarded-For`. Search budgets and PIN failures both count per this.
-pub fn client_ip(req: &HttpRequest, trusted: &TrustedProxies) -> ClientIp {
-    let peer = peer(req);
-    // A header that is not visible ASCII cannot hold an address: keep it in the walk
-    // as an unparseable entry rather than dropping it.
-    let forwarded: Vec<&str> = req
-        .headers()
-        .get_all("x-forwarded-for")
-        .map(|v| v.to_str().unwrap_or("unparseable"))
-        .collect();
-    client_ip::resolve(peer, &forwarded, trusted)
-}
-
-/// The socket peer of `req` (0.0.0.0 when unknown, which no sane
-/// `TRUSTED_PROXY_CIDRS` holds).
-fn peer(req: &HttpRequest) -> IpAddr {
-    req.peer_addr()
-        .map(|a| a.ip())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
-}
-
-/// Whether the socket peer of `req` is one of our reverse proxies
-/// (`TRUSTED_PROXY_CIDRS`): the one rule for believing any forwarded header, the
-/// client address of gate 2 ([`client_ip`]) and the public host and scheme
-/// ([`origin::of`]) alike.
-pub fn peer_is_trusted(req: &HttpRequest, trusted: &TrustedProxies) -> bool {
-    trusted.contains(peer(req))
 }
 
 /// The visitor's theme from the `theme` cookie: `"dark"` or `"light"` when chosen,

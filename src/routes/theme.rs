@@ -44,7 +44,7 @@ pub async fn set_theme(
         .and_then(local_path)
         .or_else(|| {
             // The name this visitor used, public URL or not: the page it came from.
-            let origin = crate::routes::origin::asked(&req, &state.trusted_proxies);
+            let origin = crate::http::origin::asked(&req, &state.trusted_proxies);
             referer_path(&req, &origin.host)
         })
         .unwrap_or_else(|| "/".to_owned());

@@ -4,7 +4,7 @@
 //! actix-http drains a dropped *chunked* body before it reads the next request,
 //! with no deadline: a client that sends one chunk and stalls would hold the
 //! connection for good, whatever the handler answered (a 408 from
-//! [`super::api::body`], a 403 from a route that never reads bodies). It closes the
+//! [`crate::http::body`], a 403 from a route that never reads bodies). It closes the
 //! connection instead when the body is still referenced as the answer is sent, so
 //! this middleware hands the handler a tracked view of the body and, when the
 //! handler left it unfinished, keeps the request body alive inside the answer's

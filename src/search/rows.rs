@@ -6,7 +6,7 @@
 //! at a million pages. Arrays are chunked (see [`crate::search::chunked`]), so
 //! the next snapshot shares them and a changed page copies one chunk of each.
 
-pub use crate::db::pages::CandidateRef;
+pub use crate::page_records::CandidateRef;
 use crate::search::chunked::{ChunkedLists, ChunkedVec};
 
 // Unit tests run with tiny chunks, so that a few rows cross chunk boundaries.
@@ -105,7 +105,7 @@ impl Rows {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::pages::Candidate;
+    use crate::page_records::Candidate;
 
     fn row(id: i64, slug: &str, title: &str) -> Candidate {
         Candidate {

@@ -45,8 +45,8 @@ async fn writes_are_refused_and_readiness_fails_once_the_data_folder_is_deleted(
 
     // Another database created at the same path is not the one the server has
     // open: still no write is acknowledged.
-    let mut conn = agent_pages::db::open(&app.db_path).unwrap();
-    agent_pages::db::migrations::run(&mut conn).unwrap();
+    let mut conn = agent_pages::sqlite::open(&app.db_path).unwrap();
+    agent_pages::sqlite::migrations::run(&mut conn).unwrap();
     app.create(json!({"title": "Into the wrong file"}))
         .await
         .problem(503, "storage-unavailable");
@@ -102,7 +102,8 @@ async fn a_full_disk_is_answered_503_and_writes_are_kept_again_once_space_is_bac
     let app = spawn_app_in_folder(tmpfs.path(), |s| {
         s.publish_budget.set_limit("minute", 1000);
         s.publish_budget.set_limit("hour", 1000);
-        s.budget_database = elsewhere.path().join("budget.sqlite3");
+        s.budgets =
+            agent_pages::budget::open::BudgetsAt::Sqlite(elsewhere.path().join("budget.sqlite3"));
     })
     .await;
     let body = "x".repeat(250 * 1024);

@@ -21,10 +21,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use actix_web::web;
+use agent_pages::budget::open::BudgetsAt;
 use agent_pages::budget::redis::{key_name, RedisSettings};
 use agent_pages::client_ip::ClientIp;
 use agent_pages::clock::ManualClock;
 use agent_pages::configuration::Settings;
+use agent_pages::page_store::open::PagesAt;
 use agent_pages::startup::Application;
 use agent_pages::state::AppState;
 use rusqlite::Connection;
@@ -284,7 +286,7 @@ async fn spawn_app_over(
     let db_path = dir.path().join("nested").join("agent-pages.sqlite3");
     let (pages_db, postgres, store) = match pages {
         Pages::Sqlite => {
-            let mut conn = agent_pages::db::open_migrated(&db_path).unwrap();
+            let mut conn = agent_pages::sqlite::open_migrated(&db_path).unwrap();
             agent_pages::import::import(&mut conn, PAGES.as_bytes(), None, T0 - 100).unwrap();
             (PagesDb::Sqlite(db_path.clone()), None, store)
         }
@@ -317,18 +319,21 @@ async fn spawn_app_over(
     let clock = ManualClock::new(T0);
     let faults = Arc::new(Faults::default());
     let mut settings = Settings::for_tests(db_path.clone());
-    let budget_db_path = settings.budget_database.clone();
+    let budget_db_path = agent_pages::budget::open::path_beside(&db_path);
     settings.clock = Arc::new(clock.clone());
     settings.trusted_proxies = "127.0.0.1".parse().unwrap();
     let hook_faults = faults.clone();
     settings.scoring_hook = Some(Arc::new(move |q: &str| hook_faults.hook(q)));
     settings.metrics_bind = Some("127.0.0.1:0".parse().unwrap());
-    settings.postgres = postgres;
+    if let Some(pg) = postgres {
+        settings.pages = PagesAt::Postgres(pg);
+        settings.budgets = BudgetsAt::Postgres;
+    }
     let redis = match store {
         Store::Sqlite | Store::Postgres => None,
         Store::Redis => {
             let server = RedisServer::start();
-            settings.redis = Some(RedisSettings {
+            settings.budgets = BudgetsAt::Redis(RedisSettings {
                 call_timeout: Duration::from_secs(5),
                 server_clock: false,
                 ..RedisSettings::new(server.url())
@@ -621,12 +626,12 @@ impl TestApp {
 
     /// A separate connection to the page database, as another process would have.
     pub fn conn(&self) -> Connection {
-        agent_pages::db::open(&self.db_path).unwrap()
+        agent_pages::sqlite::open(&self.db_path).unwrap()
     }
 
     /// A separate connection to the budget database (`rate_limit_counters`).
     pub fn budget_conn(&self) -> Connection {
-        agent_pages::db::open(&self.budget_db_path).unwrap()
+        agent_pages::sqlite::open(&self.budget_db_path).unwrap()
     }
 
     /// Candidate fetches and (slots taken, slots refused) so far, read from

@@ -77,7 +77,7 @@ async fn a_body_over_the_api_cap_is_refused_from_its_length() {
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
-        agent_pages::routes::api::body::BODY_LIMIT + 1
+        agent_pages::http::body::BODY_LIMIT + 1
     );
     let (status, answer) = app.raw_exchange(head.as_bytes()).await;
     assert_eq!(status, 413, "{answer}");

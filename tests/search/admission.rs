@@ -185,7 +185,7 @@ async fn metrics_parse_as_prometheus_text_and_count_what_happened() {
         ("500", 1.0),
         ("429-minute", 1.0),
     ];
-    let labels = agent_pages::routes::search::outcome::labels(&app.state.budgets.search);
+    let labels = agent_pages::operations::search::outcome::labels(&app.state.budgets.search);
     for (outcome, _) in counted {
         assert!(labels.iter().any(|l| l == outcome), "{outcome} is no label");
     }

@@ -87,7 +87,7 @@ async fn seen(app: &TestApp) -> Seen {
         .collect();
     // Every label of the outcome table is exported from the start, so a missing one
     // is a bug.
-    for label in agent_pages::routes::search::outcome::labels(&app.state.budgets.search) {
+    for label in agent_pages::operations::search::outcome::labels(&app.state.budgets.search) {
         assert!(outcomes.contains_key(&label), "{label} not in {outcomes:?}");
     }
     Seen {

@@ -113,10 +113,11 @@ async fn a_unique_query_never_appears_in_captured_logs_on_any_outcome() {
     // All but 503-storage: making the page store fail under a search takes root
     // (an immutable WAL index, tests/storage_faults.rs); its event is written by the
     // same one function as every other outcome's.
-    let labels: Vec<_> = agent_pages::routes::search::outcome::labels(&app.state.budgets.search)
-        .into_iter()
-        .filter(|label| *label != "503-storage")
-        .collect();
+    let labels: Vec<_> =
+        agent_pages::operations::search::outcome::labels(&app.state.budgets.search)
+            .into_iter()
+            .filter(|label| *label != "503-storage")
+            .collect();
     assert!(labels.len() >= 12, "{labels:?}");
     for label in &labels {
         let n = app.outcome_count(label).await + app2.outcome_count(label).await;

@@ -20,7 +20,7 @@ use crate::helpers::{spawn_app_on, RedisServer, Store, TestApp};
 /// loaded test machine reaches unless told otherwise).
 async fn app_on(url: String, call_timeout: Duration) -> TestApp {
     spawn_app_on(Store::Sqlite, |s| {
-        s.redis = Some(RedisSettings {
+        s.budgets = agent_pages::budget::open::BudgetsAt::Redis(RedisSettings {
             call_timeout,
             server_clock: false,
             ..RedisSettings::new(url)

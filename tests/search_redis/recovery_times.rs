@@ -20,7 +20,7 @@ const CLIENT: &str = "192.0.2.9";
 
 async fn app_on(url: String) -> TestApp {
     spawn_app_on(Store::Sqlite, |s| {
-        s.redis = Some(RedisSettings {
+        s.budgets = agent_pages::budget::open::BudgetsAt::Redis(RedisSettings {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             server_clock: false,
             ..RedisSettings::new(url)

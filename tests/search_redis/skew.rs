@@ -28,7 +28,7 @@ async fn replica(redis: &RedisServer, skew: i64) -> TestApp {
     spawn_app_on(Store::Sqlite, move |s| {
         s.clock = Arc::new(Skewed(skew));
         s.search_budget = Budget::search(3, 1000);
-        s.redis = Some(RedisSettings {
+        s.budgets = agent_pages::budget::open::BudgetsAt::Redis(RedisSettings {
             call_timeout: Duration::from_secs(5),
             server_clock: true,
             ..RedisSettings::new(url)

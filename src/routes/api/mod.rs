@@ -1,41 +1,27 @@
 //! The JSON API for agents (SPEC §4): publish, read, list, update, archive and claim
-//! pages. Every error is an RFC 9457 problem document ([`error`]); the routes that
-//! change a page need its PIN ([`pin_check`]); [`openapi`] describes it all.
+//! pages over HTTP. Every error is an RFC 9457 problem document
+//! ([`crate::operations::error`]); the routes that change a page need its PIN
+//! ([`crate::operations::pin_check`]); [`openapi`] describes it all.
 //!
-//! The handlers only translate HTTP: what a valid page is lives in
-//! [`crate::domain`], and how slugs and versions move behind the page store
-//! ([`crate::page_store`]), which `import` uses too. Each handler reads its request
-//! (path, query, body, PIN header) and calls one operation ([`publish`],
-//! [`list_pages`], [`read`], [`update_page`], [`archive_page`], [`claim_page`]) with
-//! the [`Caller`]; the MCP tools ([`crate::mcp`]) call the same operations, so both
+//! The handlers only translate HTTP: each reads its request (path, query, body, PIN
+//! header) and calls one operation of [`crate::operations::pages`] with the
+//! [`Caller`](crate::operations::Caller); the MCP tools ([`crate::mcp`]) call the same operations, so both
 //! count against the same budgets.
 
-pub mod body;
-pub mod error;
 pub mod openapi;
-pub mod pin_check;
-pub mod publish_budget;
-pub mod types;
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::client_ip::{ClientIp, TrustedProxies};
-use crate::domain::{NewPage, PageBody, PageSlug, PageTitle};
-use crate::page_store::{CreateRefused, StateChange};
-use crate::pin;
-use crate::routes::origin::Origin;
-use crate::state::AppState;
-use error::{ApiError, Problem};
-use publish_budget::Spent;
-use types::{
-    CreatePage, Created, ListQuery, PageList, PageListItem, PageView, StateChanged, UpdatePage,
-    Updated,
+use crate::http::body;
+use crate::http::rate_limit_headers::with_spent;
+use crate::operations::error::{ApiError, Problem};
+use crate::operations::pages::{self, Conditions, Target, Written};
+use crate::operations::pin_check;
+use crate::operations::types::{
+    CreatePage, Created, ListQuery, PageList, PageView, StateChanged, UpdatePage, Updated,
 };
-
-/// Rows of `GET /api/pages` unless `per_page` says otherwise, and the most it may say.
-pub const DEFAULT_PER_PAGE: i64 = 50;
-pub const MAX_PER_PAGE: i64 = 100;
+use crate::state::AppState;
 
 /// The `/api` scope: every API route, with problem documents for unknown paths,
 /// wrong methods and unreadable path or query parameters.
@@ -86,43 +72,18 @@ async fn wrong_method(allow: &'static str) -> Result<HttpResponse, ApiError> {
     Err(ApiError::MethodNotAllowed { allow })
 }
 
-/// Who asks, as every page operation sees them: the client whose budgets count
-/// (SPEC §5 gate 2: the socket peer, or the client a trusted proxy names in
-/// `X-Forwarded-For`) and the public origin its page URLs are on.
-#[derive(Debug, Clone)]
-pub struct Caller {
-    /// Key material of the publish and PIN-failure budgets.
-    pub client: ClientIp,
-    /// The host the client asked, or the one a trusted proxy forwarded
-    /// ([`crate::routes::origin`]).
-    pub origin: Origin,
-}
-
-impl Caller {
-    /// The caller of `req`, believing forwarded headers only from `trusted` peers.
-    pub fn of(req: &HttpRequest, trusted: &TrustedProxies) -> Self {
-        Self {
-            client: crate::routes::client_ip(req, trusted),
-            origin: crate::routes::origin::of(req, trusted),
-        }
-    }
-
-    /// Where people read the page `slug`: an absolute URL on the caller's origin.
-    fn page_url(&self, slug: &str) -> String {
-        self.origin.url(&format!("/p/{slug}"))
-    }
-}
-
-/// The `X-Page-Pin` header of `req`, as sent.
-fn pin_header(req: &HttpRequest) -> Option<&[u8]> {
-    req.headers()
+/// The page `slug` names with the `X-Page-Pin` header of `req`, as sent.
+fn target<'a>(req: &'a HttpRequest, slug: &'a str) -> Target<'a> {
+    let pin = req
+        .headers()
         .get(pin_check::PIN_HEADER)
-        .map(|v| v.as_bytes())
+        .map(|v| v.as_bytes());
+    Target { slug, pin }
 }
 
-/// A slug from the path; one that breaks the slug pattern names no page.
-pub fn path_slug(slug: &str) -> Result<PageSlug, ApiError> {
-    PageSlug::parse(slug).map_err(|_| ApiError::no_page(slug))
+/// The conditions of the write `req` asks for (none yet: see [`Conditions`]).
+fn conditions(_req: &HttpRequest) -> Conditions {
+    Conditions::default()
 }
 
 /// Publish a page.
@@ -164,44 +125,14 @@ pub async fn create(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let input: CreatePage = body::read_json(&state.api.bodies, &req, payload).await?;
-    let caller = Caller::of(&req, &state.trusted_proxies);
-    let (created, spent) = publish(&state, &caller, input).await?;
-    Ok(spent.headers(
-        HttpResponse::Created()
-            .insert_header((header::LOCATION, format!("/api/pages/{}", created.slug)))
-            .json(created),
-    ))
-}
-
-/// Publishes `input` for `caller`: fields, then the publish budget, then the PIN
-/// hash and the write. Errors as [`create`] answers them.
-pub async fn publish(
-    state: &AppState,
-    caller: &Caller,
-    input: CreatePage,
-) -> Result<(Created, Spent), ApiError> {
-    let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
-    let spent = publish_budget::spend(state, &caller.client).await?;
-    let pin_hash = match input.pin {
-        Some(pin) => Some(pin::hash_off_thread(&state.api.hash_slots, pin).await?),
-        None => None,
-    };
-    let now = state.clock.now();
-    let created = state
-        .pages
-        .store
-        .create(page, pin_hash, now)
-        .await?
-        .map_err(|CreateRefused::SlugTaken(slug)| ApiError::Conflict(slug.to_string()))?;
-    let slug = created.slug.to_string();
-    Ok((
-        Created {
-            url: caller.page_url(&slug),
-            version: created.version,
-            slug,
-        },
-        spent,
-    ))
+    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let written = pages::publish(&state, &caller, input, conditions(&req)).await?;
+    let mut response = HttpResponse::Created();
+    response.insert_header((
+        header::LOCATION,
+        format!("/api/pages/{}", written.answer.slug),
+    ));
+    Ok(spent_headers(written, response))
 }
 
 /// List published pages, newest first.
@@ -222,59 +153,8 @@ pub async fn list(
     req: HttpRequest,
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let caller = Caller::of(&req, &state.trusted_proxies);
-    Ok(HttpResponse::Ok().json(list_pages(&state, &caller, &query).await?))
-}
-
-/// One page of the ledger as [`list`] answers it; `query` holds `page` and
-/// `per_page` as sent (text), checked here.
-pub async fn list_pages(
-    state: &AppState,
-    caller: &Caller,
-    query: &ListQuery,
-) -> Result<PageList, ApiError> {
-    let per_page = whole_number(
-        "per_page",
-        query.per_page.as_deref(),
-        DEFAULT_PER_PAGE,
-        MAX_PER_PAGE,
-    )?;
-    let page = whole_number("page", query.page.as_deref(), 1, openapi::MAX_PAGE)?;
-    let offset = (page - 1) * per_page;
-    let listed = state.pages.store.ledger(offset, per_page).await?;
-    let total = listed.total;
-    let pages = listed
-        .rows
-        .into_iter()
-        .map(|p| PageListItem {
-            url: caller.page_url(&p.slug),
-            slug: p.slug,
-            title: p.title,
-            version: p.version,
-            updated_at: p.updated_at,
-        })
-        .collect();
-    Ok(PageList {
-        pages,
-        page,
-        per_page,
-        total,
-        next_page: (offset + per_page < total).then_some(page + 1),
-    })
-}
-
-/// `text` as a whole number from 1 to `max` under the rule every paged route shares
-/// ([`crate::domain::parse_whole_number`]), or `default` when absent or blank.
-fn whole_number(field: &str, text: Option<&str>, default: i64, max: i64) -> Result<i64, ApiError> {
-    let n = crate::domain::parse_whole_number(text).map(|n| n.map(i64::try_from));
-    match n {
-        Ok(None) => Ok(default),
-        Ok(Some(Ok(n))) if n <= max => Ok(n),
-        _ => Err(ApiError::validation(
-            field,
-            format!("{field} must be a whole number from 1 to {max}"),
-        )),
-    }
+    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    Ok(HttpResponse::Ok().json(pages::list(&state, &caller, &query).await?))
 }
 
 /// Read a published page.
@@ -295,28 +175,8 @@ pub async fn get(
     req: HttpRequest,
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let caller = Caller::of(&req, &state.trusted_proxies);
-    Ok(HttpResponse::Ok().json(read(&state, &caller, &slug).await?))
-}
-
-/// The published page `slug` as [`get`] answers it.
-pub async fn read(state: &AppState, caller: &Caller, slug: &str) -> Result<PageView, ApiError> {
-    let slug = path_slug(slug)?;
-    let page = state
-        .pages
-        .store
-        .page(slug.as_str())
-        .await?
-        .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
-    Ok(PageView {
-        url: caller.page_url(&page.slug),
-        slug: page.slug,
-        title: page.title,
-        body: page.body,
-        version: page.version,
-        created_at: page.created_at,
-        updated_at: page.updated_at,
-    })
+    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    Ok(HttpResponse::Ok().json(pages::read(&state, &caller, &slug).await?))
 }
 
 /// Replace a page's title and/or body.
@@ -352,48 +212,24 @@ pub async fn update(
     slug: web::Path<String>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let slug = path_slug(&slug)?;
+    // A slug that names no page is 404 before a byte of the body is read.
+    pages::path_slug(&slug)?;
     let input: UpdatePage = body::read_json(&state.api.bodies, &req, payload).await?;
-    let caller = Caller::of(&req, &state.trusted_proxies);
-    let updated = update_page(&state, &caller, slug, input, pin_header(&req)).await?;
+    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let target = target(&req, &slug);
+    let updated = pages::update(&state, &caller, target, input, conditions(&req)).await?;
     Ok(spent_headers(updated, HttpResponse::Ok()))
 }
 
 /// `response` with `body` as JSON and the spend's `RateLimit` headers.
 fn spent_headers<T: serde::Serialize>(
-    (body, spent): (T, Spent),
+    Written {
+        answer: body,
+        spent,
+    }: Written<T>,
     mut response: actix_web::HttpResponseBuilder,
 ) -> HttpResponse {
-    spent.headers(response.json(body))
-}
-
-/// Updates the page `slug` with `input` for `caller`, who shows `pin` (the
-/// `X-Page-Pin` header as sent): fields, then the publish budget, then the PIN
-/// check ([`pin_check::authorize`]), then the write. Errors as [`update`] answers
-/// them.
-pub async fn update_page(
-    state: &AppState,
-    caller: &Caller,
-    slug: PageSlug,
-    input: UpdatePage,
-    pin: Option<&[u8]>,
-) -> Result<(Updated, Spent), ApiError> {
-    if input.title.is_none() && input.body.is_none() {
-        return Err(ApiError::validation("title", "give title, body or both"));
-    }
-    let title = input.title.as_deref().map(PageTitle::parse).transpose()?;
-    let body = input.body.map(PageBody::parse).transpose()?;
-    let spent = publish_budget::spend(state, &caller.client).await?;
-    let id = pin_check::authorize(state, &caller.client, &slug, pin).await?;
-    let now = state.clock.now();
-    let version = state.pages.store.update(id, title, body, now).await?;
-    Ok((
-        Updated {
-            slug: slug.to_string(),
-            version,
-        },
-        spent,
-    ))
+    with_spent(response.json(body), &spent)
 }
 
 /// Archive a page: it leaves the ledger and search at once.
@@ -422,20 +258,9 @@ pub async fn archive(
     req: HttpRequest,
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let caller = Caller::of(&req, &state.trusted_proxies);
-    let archived = archive_page(&state, &caller, &slug, pin_header(&req)).await?;
+    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let archived = pages::archive(&state, &caller, target(&req, &slug), conditions(&req)).await?;
     Ok(spent_headers(archived, HttpResponse::Ok()))
-}
-
-/// Archives the page `slug` for `caller`, who shows `pin`; errors as [`archive`]
-/// answers them.
-pub async fn archive_page(
-    state: &AppState,
-    caller: &Caller,
-    slug: &str,
-    pin: Option<&[u8]>,
-) -> Result<(StateChanged, Spent), ApiError> {
-    change_state(state, caller, slug, pin, StateChange::Archive).await
 }
 
 /// Claim a page: it leaves the ledger, search and `/p/{slug}` at once.
@@ -464,41 +289,7 @@ pub async fn claim(
     req: HttpRequest,
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let caller = Caller::of(&req, &state.trusted_proxies);
-    let claimed = claim_page(&state, &caller, &slug, pin_header(&req)).await?;
+    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let claimed = pages::claim(&state, &caller, target(&req, &slug), conditions(&req)).await?;
     Ok(spent_headers(claimed, HttpResponse::Ok()))
-}
-
-/// Claims the page `slug` for `caller`, who shows `pin`; errors as [`claim`]
-/// answers them.
-pub async fn claim_page(
-    state: &AppState,
-    caller: &Caller,
-    slug: &str,
-    pin: Option<&[u8]>,
-) -> Result<(StateChanged, Spent), ApiError> {
-    change_state(state, caller, slug, pin, StateChange::Claim).await
-}
-
-async fn change_state(
-    state: &AppState,
-    caller: &Caller,
-    slug: &str,
-    pin: Option<&[u8]>,
-    change: StateChange,
-) -> Result<(StateChanged, Spent), ApiError> {
-    let slug = path_slug(slug)?;
-    let spent = publish_budget::spend(state, &caller.client).await?;
-    let id = pin_check::authorize(state, &caller.client, &slug, pin).await?;
-    let now = state.clock.now();
-    let after = state.pages.store.change_state(id, change, now).await?;
-    Ok((
-        StateChanged {
-            slug: after.slug,
-            version: after.version,
-            lifecycle: after.lifecycle,
-            claimed_at: after.claimed_at,
-        },
-        spent,
-    ))
 }

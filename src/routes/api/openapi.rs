@@ -11,9 +11,12 @@ use utoipa::openapi::RefOr;
 use utoipa::Number;
 use utoipa::{Modify, OpenApi};
 
-use super::error::Problem;
-use super::types::{
-    CreatePage, Created, PageList, PageListItem, PageView, StateChanged, UpdatePage, Updated,
+use crate::operations::error::Problem;
+use crate::operations::pages::MAX_PAGE;
+use crate::operations::pin_check::PIN_HEADER;
+use crate::operations::types::{
+    self, CreatePage, Created, PageList, PageListItem, PageView, StateChanged, UpdatePage, Updated,
+    SLUG_PATTERN,
 };
 
 #[derive(OpenApi)]
@@ -63,7 +66,7 @@ pub struct ApiDoc;
 
 /// The rules a derive cannot state: `UpdatePage` needs a title or a body that is not
 /// null, a path `slug` matches the slug pattern (any other is 404), and `X-Page-Pin`
-/// is a PIN (see [`super::types::PATTERNS`]).
+/// is a PIN (see [`types::PATTERNS`]).
 struct ServerRules;
 
 impl Modify for ServerRules {
@@ -71,7 +74,7 @@ impl Modify for ServerRules {
         if let Some(components) = doc.components.as_mut() {
             components
                 .schemas
-                .insert("UpdatePage".into(), super::types::update_page_schema());
+                .insert("UpdatePage".into(), types::update_page_schema());
         }
         for item in doc.paths.paths.values_mut() {
             let operations = [
@@ -98,9 +101,7 @@ impl Modify for ServerRules {
                     }
                     let pattern = match (&parameter.parameter_in, parameter.name.as_str()) {
                         (ParameterIn::Path, "slug") => SLUG_PATTERN.to_owned(),
-                        (ParameterIn::Header, super::pin_check::PIN_HEADER) => {
-                            super::types::PATTERNS.pin.clone()
-                        }
+                        (ParameterIn::Header, PIN_HEADER) => types::PATTERNS.pin.clone(),
                         _ => continue,
                     };
                     parameter.schema = Some(RefOr::T(
@@ -114,12 +115,6 @@ impl Modify for ServerRules {
         }
     }
 }
-
-/// The highest `page` of `GET /api/pages`: `(page - 1) * per_page` always fits.
-pub const MAX_PAGE: i64 = i64::MAX / super::MAX_PER_PAGE;
-
-/// SPEC §3's slug, as `crate::domain::PageSlug::parse` checks it.
-pub const SLUG_PATTERN: &str = "^[a-z0-9][a-z0-9.+-]{0,79}$";
 
 static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
     let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serializes");

@@ -1,7 +1,7 @@
 //! The HTML answers: `search.html` for every outcome, with the form kept and matched
 //! words marked (each run escaped by the template). The result table is rendered
 //! once per cache entry and page (`search_rows.html`) and reused by every hit
-//! ([`super::rendered`] keeps it with the entry).
+//! ([`crate::operations::search::rendered`] keeps it with the entry).
 //!
 //! A page of results says which rows it shows ("Showing 51–100 of 862 matches"),
 //! links the pages before and after (`rel="prev"`/`rel="next"`, keeping `q`), says
@@ -12,8 +12,8 @@
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
-use super::rendered::Rendered;
-use super::{displayed_rows, has_close_matches, Outcome, PageInfo};
+use crate::operations::search::rendered::Rendered;
+use crate::operations::search::{displayed_rows, has_close_matches, Outcome, PageInfo};
 use crate::routes::{render, render_html, render_with};
 use crate::search::cache::Entry;
 use crate::state::AppState;
@@ -251,7 +251,7 @@ impl<'a> SearchContext<'a> {
             heading,
             message,
             retry_after,
-            wait: retry_after.map(super::outcome::wait_words),
+            wait: retry_after.map(crate::operations::search::outcome::wait_words),
             window,
             rows_html: "",
             total: 0,
@@ -343,7 +343,7 @@ fn rows_html(
 mod tests {
     use super::*;
 
-    use crate::routes::search::outcome::{self, KINDS};
+    use crate::operations::search::outcome::{self, KINDS};
     use crate::routes::theme::THEMES;
 
     /// One outcome of every notice row of the outcome table that shows the query

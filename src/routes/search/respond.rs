@@ -1,13 +1,12 @@
 //! From an [`Outcome`] to a response: status, the headers every search answer
-//! carries, the one log event per search, and the choice of HTML or JSON body.
-//! Status, label and words come from the outcome table ([`Outcome::kind`]).
-
-use std::time::Instant;
+//! carries, and the choice of HTML or JSON body. Status, label and words come from
+//! the outcome table ([`Outcome::kind`]).
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse};
 
-use super::{html, json, Outcome, Trace};
+use super::html;
+use crate::operations::search::{json::json_answer, JsonReply, Outcome, Trace};
 use crate::state::AppState;
 
 pub(super) fn with_search_headers(mut response: HttpResponse) -> HttpResponse {
@@ -30,27 +29,11 @@ pub(super) fn rate_limit_headers(state: &AppState, trace: &Trace, response: &mut
     let Some(decision) = &trace.decision else {
         return;
     };
-    crate::routes::rate_limit_headers::insert(
+    crate::http::rate_limit_headers::insert(
         response,
         &state.budgets.policies.search,
         &state.budgets.search.state_header(decision),
     );
-}
-
-/// The new counts of an admitted spend as the search event shows them (`3/17`),
-/// formatted only when the event is recorded.
-struct Counts<'a>(&'a [crate::budget::WindowCount]);
-
-impl std::fmt::Display for Counts<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, w) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("/")?;
-            }
-            write!(f, "{}", w.count)?;
-        }
-        Ok(())
-    }
 }
 
 fn wants_json(req: &HttpRequest) -> bool {
@@ -64,21 +47,14 @@ fn wants_json(req: &HttpRequest) -> bool {
         })
 }
 
-pub(super) fn respond(
-    state: &AppState,
-    req: &HttpRequest,
-    outcome: &Outcome,
-    trace: &Trace,
-    started: Instant,
-) -> HttpResponse {
-    record(state, outcome, trace, started);
+pub(super) fn respond(state: &AppState, req: &HttpRequest, outcome: &Outcome) -> HttpResponse {
     if matches!(outcome, Outcome::Missing) {
         return HttpResponse::SeeOther()
             .insert_header((header::LOCATION, "/"))
             .finish();
     }
     let mut response = if wants_json(req) {
-        json::json_response(state, outcome)
+        json_response(state, outcome)
     } else {
         html::html_response(state, req, outcome)
     };
@@ -96,29 +72,15 @@ pub(super) fn respond(
     response
 }
 
-/// The one log event and metric of a search, whoever answers it (the route, or an
-/// MCP tool call); never the query.
-pub(super) fn record(state: &AppState, outcome: &Outcome, trace: &Trace, started: Instant) {
-    let kind = outcome.kind();
-    let label = outcome.label(&state.budgets.search);
-    state.metrics.count(&label);
-    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let cache = match outcome {
-        Outcome::Answered { cache, .. } => Some(cache.as_str()),
-        _ => None,
-    };
-    let counts = trace.decision.as_ref().and_then(|d| match d {
-        crate::budget::Decision::Admitted(c) => Some(Counts(c)),
-        crate::budget::Decision::Refused { .. } => None,
-    });
-    tracing::info!(
-        target: "agent_pages::search",
-        outcome = &*label,
-        status = kind.status.as_u16(),
-        bucket = trace.bucket.as_deref(),
-        counts = counts.as_ref().map(tracing::field::display),
-        cache,
-        latency_ms,
-        "search"
-    );
+fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse {
+    match json_answer(state, outcome) {
+        Ok(JsonReply::Ok(body)) => HttpResponse::Ok()
+            .content_type("application/json")
+            .body(body),
+        Ok(JsonReply::Problem(problem)) => crate::http::problem::response(problem),
+        Err(e) => {
+            tracing::error!(error = %e, "search answer failed to serialize");
+            HttpResponse::InternalServerError().finish()
+        }
+    }
 }

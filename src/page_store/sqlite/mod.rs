@@ -1,9 +1,9 @@
 //! The SQLite page store (the default): the service's own database file, read
 //! through a deadpool-sqlite pool, written in `BEGIN IMMEDIATE` transactions on it,
-//! running [`crate::db::pages`]'s SQL.
+//! running [`pages`]' SQL.
 //!
 //! A write is never acknowledged unless it is kept: the file's identity is checked
-//! before and after every write ([`crate::db::storage`]), because SQLite happily
+//! before and after every write ([`crate::sqlite::storage`]), because SQLite happily
 //! writes into a file that was deleted or replaced. Every call, reads included,
 //! first checks that SQLite can touch the WAL index it maps into memory without
 //! the kernel killing the process (`Storage::check_mapped`). A write that failed
@@ -26,13 +26,21 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt as _;
 use rusqlite::{Connection, Transaction};
 
+pub mod pages;
+
 use super::{
     Candidate, CandidateSink, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
     LedgerPage, Page, PageBackend, PageState, PageStoreError, PinRecord, StateChange, StoreFuture,
 };
-use crate::db::storage::{Storage, MIN_FREE_BYTES};
-use crate::db::{self, pages, DbError, Fault};
 use crate::domain::{NewPage, PageBody, PageTitle};
+use crate::faults::Fault;
+use crate::sqlite::storage::{Storage, MIN_FREE_BYTES};
+use crate::sqlite::{self, DbError};
+
+/// A migrated page database in a fresh temp folder, for unit tests of what runs
+/// on a SQLite connection; keep the folder alive as long as the connection.
+#[cfg(test)]
+pub(crate) use crate::sqlite::temp_db;
 
 /// Read connections in the pool (page writes take them too).
 pub const POOL_SIZE: usize = 16;
@@ -57,7 +65,7 @@ pub struct SqlitePages {
 
 impl SqlitePages {
     /// The pages in the database at `path`, which must exist and be migrated
-    /// ([`db::open_migrated`]); `pool_size` read connections at most.
+    /// ([`sqlite::open_migrated`]); `pool_size` read connections at most.
     ///
     /// Errors: the file's identity cannot be read, or the pool not built.
     pub fn open(path: &Path, pool_size: usize) -> Result<Self, DbError> {
@@ -65,8 +73,8 @@ impl SqlitePages {
             path: path.display().to_string(),
             source,
         })?);
-        let pool = db::create_pool(path, pool_size)?;
-        let generation_conn = db::open_reader(path, GENERATION_READ_TIMEOUT)
+        let pool = sqlite::create_pool(path, pool_size)?;
+        let generation_conn = sqlite::open_reader(path, GENERATION_READ_TIMEOUT)
             .map_err(|e| tracing::warn!(error = %e, "no dedicated generation reader"))
             .ok()
             .map(Mutex::new);
@@ -84,7 +92,7 @@ impl SqlitePages {
     /// WAL index is unsafe to touch or the read failed (the search then asks the
     /// store, which answers the fault). `None` when no connection could be opened.
     pub fn generation_probe(&self) -> Option<impl FnMut() -> Option<i64> + Send + 'static> {
-        let conn = db::open_reader(self.storage.path(), GENERATION_READ_TIMEOUT)
+        let conn = sqlite::open_reader(self.storage.path(), GENERATION_READ_TIMEOUT)
             .map_err(|e| tracing::warn!(error = %e, "no generation reader for the budget"))
             .ok()?;
         let storage = self.storage.clone();
@@ -104,7 +112,7 @@ impl SqlitePages {
         &self.storage
     }
 
-    /// Runs `f` in a write transaction ([`db::with_write`]) only while the
+    /// Runs `f` in a write transaction ([`sqlite::with_write`]) only while the
     /// database file at the configured path is the one open and is writable, and
     /// checks again after the commit: a write into a deleted or replaced file would
     /// be lost at the next start, so it is never acknowledged.
@@ -120,7 +128,7 @@ impl SqlitePages {
             })
         };
         check()?;
-        match db::with_write(&self.pool, f).await {
+        match sqlite::with_write(&self.pool, f).await {
             Ok(out) => {
                 check()?;
                 self.write_kept();
@@ -153,7 +161,7 @@ impl SqlitePages {
             if storage.check_mapped().is_err() {
                 return;
             }
-            let done = db::with_conn(&pool, |c| {
+            let done = sqlite::with_conn(&pool, |c| {
                 c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
                     Ok((
                         r.get::<_, i64>(0)?,
@@ -181,7 +189,7 @@ impl SqlitePages {
         T: Send + 'static,
     {
         self.mapped()?;
-        db::with_conn(&self.pool, f).await.map_err(classify)
+        sqlite::with_conn(&self.pool, f).await.map_err(classify)
     }
 
     /// [`Storage::check_mapped`] as a page-store error.
@@ -232,7 +240,7 @@ impl SqlitePages {
     }
 }
 
-/// The page-store error of `e`, by its class (`crate::db::fault`): a lock held
+/// The page-store error of `e`, by its class (`crate::sqlite::fault`): a lock held
 /// past the busy timeout is [`PageStoreError::Busy`], storage that cannot keep or
 /// serve anything now [`PageStoreError::Unavailable`], a bug
 /// [`PageStoreError::Failed`].

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use actix_web::http::StatusCode;
 
 use crate::budget::Budget;
-use crate::routes::faults::StorageAnswer;
+use crate::faults::StorageAnswer;
 use crate::search::cache::Entry;
 use crate::search::corpus::Snapshot;
 
@@ -233,7 +233,7 @@ pub const KINDS: [OutcomeKind; 14] = [
 ];
 
 impl Outcome {
-    /// The outcome of a storage fault's answer (`crate::routes::faults`): the page
+    /// The outcome of a storage fault's answer (`crate::faults`): the page
     /// store's busy or unavailable answers are [`Outcome::StorageUnavailable`], the
     /// budget's [`Outcome::BudgetUnavailable`], a bug [`Outcome::Failed`].
     pub fn of_fault(answer: StorageAnswer, display: String) -> Self {

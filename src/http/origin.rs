@@ -15,23 +15,7 @@ use actix_web::http::uri::Authority;
 use actix_web::HttpRequest;
 
 use crate::client_ip::TrustedProxies;
-
-/// Scheme and host an answer's absolute URLs use.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Origin {
-    /// `http` or `https`.
-    pub scheme: &'static str,
-    /// `host` or `host:port`, checked to be a plain URL authority (no user info,
-    /// nothing that could end the URL early).
-    pub host: String,
-}
-
-impl Origin {
-    /// `scheme://host` followed by `path` (which starts with `/`).
-    pub fn url(&self, path: &str) -> String {
-        format!("{}://{}{path}", self.scheme, self.host)
-    }
-}
+pub use crate::operations::Origin;
 
 /// The origin of `req`'s answers: the public URL's when one is configured, else
 /// [`asked`].

@@ -499,7 +499,7 @@ mod tests {
     use super::*;
     use rusqlite::TransactionBehavior;
 
-    use crate::db::temp_db as db;
+    use crate::page_store::sqlite::temp_db as db;
 
     fn new_page(slug: Option<&str>, title: &str) -> NewPage {
         NewPage::parse(slug, title, None).unwrap()

@@ -1,15 +1,39 @@
-//! How a storage fault is answered: the one table, whichever store met it (the
-//! page store, the budget store) and whichever route (the API, `/search`, the
-//! ledger pages). A fault is classed once where it happens (`crate::db::fault`
-//! for SQLite, the Redis client for Redis); [`TABLE`] picks the answer; each
-//! family of routes renders that answer in its own format (a problem document, a
-//! search outcome, an HTML page) and nothing else decides.
+//! The one fault vocabulary of the stores: what a storage error means for the
+//! request that met it ([`Fault`]), and how it is answered, whichever store met it
+//! (the page store, the budget store) and whichever face or route (the API, MCP,
+//! `/search`, the ledger pages). A fault is classed once where it happens (each
+//! store maps its database's errors into a [`Fault`]: SQLite's codes, PostgreSQL's
+//! SQLSTATEs, the Redis client's kinds); [`TABLE`] picks the answer; each family of
+//! routes renders that answer in its own format (a problem document, a search
+//! outcome, an HTML page) and nothing else decides. A leaf: it imports nothing of
+//! the service.
 //!
 //! Storage faults never answer 500 (SPEC §10): only a bug of ours does.
 
 use std::time::Duration;
 
-use crate::db::Fault;
+/// How a storage error is to be answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Another writer held the lock past the busy timeout, or no pooled connection
+    /// was free in time: nothing is wrong with the storage; retry in a second.
+    Busy,
+    /// The storage cannot keep a write (or serve a read) now: the disk or a quota
+    /// is full, the file is not writable or its WAL index cannot be touched, its
+    /// I/O failed, it is damaged, its server is down or ran out of memory. Nothing
+    /// was written; retry in a few seconds, and readiness fails meanwhile.
+    Unavailable,
+    /// Our own mistake (bad SQL, a constraint we should have checked, a type
+    /// mismatch, API misuse, a panic): 500, and the cause goes to the log.
+    Bug,
+}
+
+impl Fault {
+    /// Whether it is [`Fault::Bug`].
+    pub fn is_bug(self) -> bool {
+        self == Fault::Bug
+    }
+}
 
 /// Which store a fault came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -32,9 +32,9 @@ use actix_web::middleware::Next;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::origin::Origin;
-use super::problem::Problem;
 use crate::client_ip::TrustedProxies;
 use crate::mcp::origins::AllowedOrigins;
+use crate::operations::problem::Problem;
 
 /// The names every service knows are its own, as `Host` names them.
 pub const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
@@ -262,7 +262,12 @@ impl Refusal {
                  listed in AGENT_PAGES_MCP_ALLOWED_ORIGINS too",
             ),
         };
-        Problem::new(StatusCode::FORBIDDEN, kind, title, detail.into()).response()
+        super::problem::response(Problem::new(
+            StatusCode::FORBIDDEN,
+            kind,
+            title,
+            detail.into(),
+        ))
     }
 }
 

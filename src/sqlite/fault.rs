@@ -1,26 +1,11 @@
-//! What a storage error means for the request that met it, whichever database
-//! (pages or budget counters) it came from: one [`Fault`] class per way to answer
-//! it, and [`SQLITE_CODES`], the one table that gives each of SQLite's result codes
-//! its class. How each class is answered, route by route, is
-//! `crate::routes::faults`' table.
+//! What a SQLite error means for the request that met it, whichever database
+//! (pages or budget counters) it came from: [`SQLITE_CODES`], the one table that
+//! gives each of SQLite's result codes its class ([`Fault`], the classes every
+//! store maps into: `crate::faults`, which also says how each is answered).
 
 use rusqlite::ErrorCode;
 
-/// How a storage error is to be answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// Another writer held the lock past the busy timeout, or no pooled connection
-    /// was free in time: nothing is wrong with the storage; retry in a second.
-    Busy,
-    /// The storage cannot keep a write (or serve a read) now: the disk or a quota
-    /// is full, the file is not writable or its WAL index cannot be touched, its
-    /// I/O failed, it is damaged, or SQLite ran out of memory. Nothing was written;
-    /// retry in a few seconds, and readiness fails meanwhile.
-    Unavailable,
-    /// Our own mistake (bad SQL, a constraint we should have checked, a type
-    /// mismatch, API misuse, a panic): 500, and the cause goes to the log.
-    Bug,
-}
+use crate::faults::Fault;
 
 /// SQLite's primary result codes that are not [`Fault::Bug`], with their class
 /// and a few words for logs and `/readyz`. A code not listed (`SQLITE_ERROR`,
@@ -65,17 +50,10 @@ pub const SQLITE_CODES: [(ErrorCode, Fault, &str); 13] = [
     ),
 ];
 
-impl Fault {
-    /// The class of a rusqlite error, from [`SQLITE_CODES`]; an error that is not
-    /// SQLite's own (a conversion, no rows) is a bug.
-    pub fn of_sqlite(e: &rusqlite::Error) -> Fault {
-        sqlite_row(e).map_or(Fault::Bug, |(_, fault, _)| fault)
-    }
-
-    /// Whether it is [`Fault::Bug`].
-    pub fn is_bug(self) -> bool {
-        self == Fault::Bug
-    }
+/// The class of a rusqlite error, from [`SQLITE_CODES`]; an error that is not
+/// SQLite's own (a conversion, no rows) is a bug.
+pub fn class(e: &rusqlite::Error) -> Fault {
+    sqlite_row(e).map_or(Fault::Bug, |(_, fault, _)| fault)
 }
 
 /// A few words for what SQLite reported (`full`, `read-only`, …), or `None` for a
@@ -109,30 +87,23 @@ mod tests {
             ffi::SQLITE_CORRUPT,
             ffi::SQLITE_NOMEM,
         ] {
-            assert_eq!(
-                Fault::of_sqlite(&sqlite(code)),
-                Fault::Unavailable,
-                "{code}"
-            );
+            assert_eq!(class(&sqlite(code)), Fault::Unavailable, "{code}");
         }
         for code in [
             ffi::SQLITE_BUSY,
             ffi::SQLITE_LOCKED,
             ffi::SQLITE_BUSY_SNAPSHOT,
         ] {
-            assert_eq!(Fault::of_sqlite(&sqlite(code)), Fault::Busy, "{code}");
+            assert_eq!(class(&sqlite(code)), Fault::Busy, "{code}");
         }
         for code in [
             ffi::SQLITE_ERROR,
             ffi::SQLITE_CONSTRAINT,
             ffi::SQLITE_MISUSE,
         ] {
-            assert_eq!(Fault::of_sqlite(&sqlite(code)), Fault::Bug, "{code}");
+            assert_eq!(class(&sqlite(code)), Fault::Bug, "{code}");
         }
-        assert_eq!(
-            Fault::of_sqlite(&rusqlite::Error::QueryReturnedNoRows),
-            Fault::Bug
-        );
+        assert_eq!(class(&rusqlite::Error::QueryReturnedNoRows), Fault::Bug);
         assert_eq!(sqlite_words(&sqlite(ffi::SQLITE_FULL)), Some("full"));
     }
 }

@@ -1,15 +1,16 @@
-//! The one error type of the agent API and its RFC 9457 `application/problem+json`
-//! rendering. Each kind has a stable `type` (see [`ApiError::kind`], the only place
-//! that maps errors to statuses); the cause of an internal error is logged, never
-//! sent.
+//! The one error type of the agent API, over both faces (the HTTP routes and the
+//! MCP tools), and its RFC 9457 problem document ([`ApiError::problem`]). Each kind
+//! has a stable `type` (see [`ApiError::kind`], the only place that maps errors to
+//! statuses); the cause of an internal error is logged, never sent. The HTTP face
+//! answers it as a response ([`crate::http::problem`]), an MCP tool as a tool
+//! error.
 
-use actix_web::http::{header, StatusCode};
-use actix_web::{HttpResponse, ResponseError};
+use actix_web::http::StatusCode;
 
 use crate::domain::PageFieldError;
+use crate::faults::{self, StorageAnswer, Store};
 use crate::page_store::PageStoreError;
 use crate::pin::PinError;
-use crate::routes::faults::{self, StorageAnswer, Store};
 
 /// Why an API request failed. `Display` is the `detail` sent to the client, so it
 /// never holds a PIN, a PIN hash or an internal cause.
@@ -95,7 +96,7 @@ pub enum ApiError {
 }
 
 /// `Retry-After` of [`ApiError::StorageUnavailable`], in seconds.
-pub const STORAGE_RETRY_AFTER: i64 = crate::routes::faults::STORAGE_RETRY_AFTER.as_secs() as i64;
+pub const STORAGE_RETRY_AFTER: i64 = crate::faults::STORAGE_RETRY_AFTER.as_secs() as i64;
 
 /// One kind of problem: its status, its `type` and its `title`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -324,7 +325,7 @@ impl From<PinError> for ApiError {
 }
 
 impl From<StorageAnswer> for ApiError {
-    /// The API's problem for a storage fault's answer (`crate::routes::faults`).
+    /// The API's problem for a storage fault's answer (`crate::faults`).
     fn from(answer: StorageAnswer) -> Self {
         match answer {
             StorageAnswer::DatabaseBusy => ApiError::DatabaseBusy,
@@ -353,30 +354,4 @@ impl From<PageStoreError> for ApiError {
     }
 }
 
-pub use crate::routes::problem::Problem;
-
-impl ResponseError for ApiError {
-    fn status_code(&self) -> StatusCode {
-        self.kind().status
-    }
-
-    fn error_response(&self) -> HttpResponse {
-        let mut response = self.problem().response();
-        if let ApiError::PublishRateLimited { policy, state, .. } = self {
-            crate::routes::rate_limit_headers::insert(&mut response, policy, state);
-        }
-        if let ApiError::MethodNotAllowed { allow } = self {
-            response
-                .headers_mut()
-                .insert(header::ALLOW, header::HeaderValue::from_static(allow));
-        }
-        if let ApiError::BodyTimeout { .. } = self {
-            // The rest of the body may still come: this connection cannot carry
-            // another request.
-            response
-                .head_mut()
-                .set_connection_type(actix_web::http::ConnectionType::Close);
-        }
-        response
-    }
-}
+pub use super::problem::Problem;

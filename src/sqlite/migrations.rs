@@ -90,7 +90,7 @@ mod tests {
     #[test]
     fn migrations_apply_once_and_a_second_run_is_a_no_op() {
         let dir = tempfile::tempdir().unwrap();
-        let mut conn = crate::db::open(&dir.path().join("t.sqlite3")).unwrap();
+        let mut conn = crate::sqlite::open(&dir.path().join("t.sqlite3")).unwrap();
         assert_eq!(run(&mut conn).unwrap(), MIGRATIONS.len());
         assert_eq!(run(&mut conn).unwrap(), 0);
         let mode: String = conn
@@ -102,8 +102,8 @@ mod tests {
     #[test]
     fn the_budget_database_has_the_counters_and_the_page_database_not_any_more() {
         let dir = tempfile::tempdir().unwrap();
-        let pages = crate::db::open_migrated(&dir.path().join("p.sqlite3")).unwrap();
-        let budget = crate::db::open_budget(&dir.path().join("b.sqlite3")).unwrap();
+        let pages = crate::sqlite::open_migrated(&dir.path().join("p.sqlite3")).unwrap();
+        let budget = crate::sqlite::open_budget(&dir.path().join("b.sqlite3")).unwrap();
         let has = |c: &Connection| -> bool {
             c.query_row(
                 "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'rate_limit_counters')",

@@ -9,12 +9,11 @@
 //! typo-corrected or prefix, match). Page 1 is what a search answered before
 //! paging, with these fields added.
 
-use actix_web::HttpResponse;
 use serde::Serialize;
 
 use super::rendered::Rendered;
 use super::{displayed_rows, has_close_matches, Outcome, PageInfo};
-use crate::routes::problem::Problem;
+use crate::operations::problem::Problem;
 use crate::search::cache::CachedResult;
 use crate::search::corpus::Snapshot;
 use crate::state::AppState;
@@ -95,24 +94,8 @@ pub enum JsonReply {
     Problem(Problem),
 }
 
-pub(super) fn json_response(state: &AppState, outcome: &Outcome) -> HttpResponse {
-    match json_answer(state, outcome) {
-        Ok(JsonReply::Ok(body)) => HttpResponse::Ok()
-            .content_type("application/json")
-            .body(body),
-        Ok(JsonReply::Problem(problem)) => problem.response(),
-        Err(e) => {
-            tracing::error!(error = %e, "search answer failed to serialize");
-            HttpResponse::InternalServerError().finish()
-        }
-    }
-}
-
 /// The JSON answer to `outcome` (not [`Outcome::Missing`], which is a redirect).
-pub(super) fn json_answer(
-    state: &AppState,
-    outcome: &Outcome,
-) -> Result<JsonReply, serde_json::Error> {
+pub fn json_answer(state: &AppState, outcome: &Outcome) -> Result<JsonReply, serde_json::Error> {
     let kind = outcome.kind();
     match outcome {
         Outcome::Answered {

@@ -1,18 +1,21 @@
-//! SQLite access: plain rusqlite functions taking `&Connection` or `&Transaction`.
+//! SQLite, for the stores that keep their data in a SQLite file (the page store's
+//! default backend, `crate::page_store::sqlite`, and the budget counters'), as
+//! `crate::pg` is PostgreSQL: opening a file, a pool of connections and calls on
+//! it, migrations, what each of SQLite's result codes means ([`fault`]) and the
+//! checks that keep a file usable ([`storage`]).
 //!
 //! Every connection is opened through [`open`], which sets the pragmas the service
 //! relies on (WAL, `busy_timeout`, foreign keys). Reads in the server go through a
 //! deadpool-sqlite pool ([`create_pool`]).
 //!
 //! The budget counters live in a second file, the budget database ([`open_budget`],
-//! by default [`budget_path_beside`] the page database), whose one write
+//! by default `crate::budget::open::path_beside` the page database), whose one write
 //! connection belongs to the RateLimiter actor: a file has one write lock, and a
 //! page write of any size (an import's transaction, from any process) must never
 //! make a budget write wait for it.
 
 pub mod fault;
 pub mod migrations;
-pub mod pages;
 pub mod storage;
 
 use std::path::Path;
@@ -21,7 +24,7 @@ use std::time::Duration;
 use deadpool_sqlite::{Config, Hook, HookError, Object, Pool, Runtime};
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
-pub use fault::Fault;
+use crate::faults::Fault;
 
 /// How long a statement waits for another writer before failing with `SQLITE_BUSY`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -61,7 +64,7 @@ impl DbError {
     /// be used is unavailable.
     pub fn fault(&self) -> Fault {
         match self {
-            DbError::Sqlite(e) => Fault::of_sqlite(e),
+            DbError::Sqlite(e) => fault::class(e),
             DbError::Pool { fault, .. } => *fault,
             DbError::Storage(_) | DbError::CreateDir { .. } | DbError::Metadata { .. } => {
                 Fault::Unavailable
@@ -92,7 +95,7 @@ impl DbError {
         use deadpool_sqlite::PoolError;
         let fault = match &e {
             PoolError::Timeout(_) => Fault::Busy,
-            PoolError::Backend(e) => Fault::of_sqlite(e),
+            PoolError::Backend(e) => fault::class(e),
             PoolError::Closed | PoolError::PostCreateHook(_) => Fault::Unavailable,
             PoolError::NoRuntimeSpecified => Fault::Bug,
         };
@@ -192,19 +195,6 @@ pub fn open_migrated(path: &Path) -> Result<Connection, DbError> {
     let mut conn = open(path)?;
     migrations::run(&mut conn)?;
     Ok(conn)
-}
-
-/// Where the budget database lives unless configured: beside the page database,
-/// named after it with `.budget` before its extension
-/// (`data/agent-pages.sqlite3` → `data/agent-pages.budget.sqlite3`).
-pub fn budget_path_beside(pages: &Path) -> std::path::PathBuf {
-    let stem = pages.file_stem().map(|s| s.to_string_lossy().into_owned());
-    let name = match (stem, pages.extension()) {
-        (Some(stem), Some(ext)) => format!("{stem}.budget.{}", ext.to_string_lossy()),
-        (Some(stem), None) => format!("{stem}.budget"),
-        (None, _) => "budget.sqlite3".to_owned(),
-    };
-    pages.with_file_name(name)
 }
 
 /// [`open`] for the budget database at `path`, then its migrations

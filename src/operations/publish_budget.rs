@@ -5,7 +5,6 @@
 //! with `Retry-After` and `RateLimit` headers.
 
 use actix_web::http::header::HeaderValue;
-use actix_web::HttpResponse;
 
 use super::error::ApiError;
 use crate::budget::error::StoreError;
@@ -14,19 +13,11 @@ use crate::client_ip::ClientIp;
 use crate::state::AppState;
 
 /// The `RateLimit-Policy` and `RateLimit` header values of an admitted write, to
-/// put on its answer.
+/// put on its answer ([`crate::http::rate_limit_headers::with_spent`]).
 #[derive(Debug, Clone)]
 pub struct Spent {
-    policy: HeaderValue,
-    state: String,
-}
-
-impl Spent {
-    /// `response` with this spend's `RateLimit-Policy` and `RateLimit` headers.
-    pub fn headers(&self, mut response: HttpResponse) -> HttpResponse {
-        crate::routes::rate_limit_headers::insert(&mut response, &self.policy, &self.state);
-        response
-    }
+    pub policy: HeaderValue,
+    pub state: String,
 }
 
 /// Spends one page write for `client`.
@@ -71,9 +62,9 @@ pub async fn spend(state: &AppState, client: &ClientIp) -> Result<Spent, ApiErro
 }
 
 impl From<StoreError> for ApiError {
-    /// As `crate::routes::faults::TABLE` says for the budget store.
+    /// As `crate::faults::TABLE` says for the budget store.
     fn from(e: StoreError) -> Self {
-        use crate::routes::faults::{answer, StorageAnswer, Store};
+        use crate::faults::{answer, StorageAnswer, Store};
         match answer(Store::Budget, e.fault()) {
             StorageAnswer::Internal => ApiError::Internal(e.into()),
             // The store logs the incident once (down, and up again), not per request.

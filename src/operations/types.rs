@@ -1,5 +1,6 @@
-//! Request and response bodies of the agent API. Their doc comments and schema
-//! attributes are what the OpenAPI document tells agents.
+//! Request and response bodies of the agent API, and the field rules both faces
+//! state (the OpenAPI document, the MCP tools' input schemas). Their doc comments
+//! and schema attributes are what agents are told.
 
 use std::sync::LazyLock;
 
@@ -42,6 +43,9 @@ pub struct UpdatePage {
     #[schema(max_length = 262144)]
     pub body: Option<String>,
 }
+
+/// SPEC §3's slug, as `crate::domain::PageSlug::parse` checks it.
+pub const SLUG_PATTERN: &str = "^[a-z0-9][a-z0-9.+-]{0,79}$";
 
 /// The regular expressions of the document that restate a rule of the server, built
 /// from the very functions and constants that apply it, so the two cannot drift.

@@ -1,8 +1,8 @@
 //! RFC 9457 problem details: the one JSON error body of the service, used by the
-//! agent API and the JSON variant of `/search`.
+//! agent API, the JSON variant of `/search` and the MCP tools' errors. The HTTP
+//! face sends it as a response ([`crate::http::problem`]).
 
-use actix_web::http::{header, StatusCode};
-use actix_web::HttpResponse;
+use actix_web::http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -37,18 +37,5 @@ impl Problem {
             field: None,
             retry_after: None,
         }
-    }
-
-    /// The response: status, `application/problem+json`, and `Retry-After` when
-    /// `retry_after` is set (at least 1).
-    pub fn response(mut self) -> HttpResponse {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut response = HttpResponse::build(status);
-        response.content_type("application/problem+json");
-        if let Some(seconds) = self.retry_after.as_mut() {
-            *seconds = (*seconds).max(1);
-            response.insert_header((header::RETRY_AFTER, *seconds));
-        }
-        response.body(serde_json::to_string(&self).expect("a problem serializes"))
     }
 }

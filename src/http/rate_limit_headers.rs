@@ -7,6 +7,8 @@
 
 use actix_web::HttpResponse;
 
+use crate::operations::publish_budget::Spent;
+
 /// Inserts `RateLimit-Policy: policy` and `RateLimit: state`
 /// (draft-ietf-httpapi-ratelimit-headers), on search and publish answers alike.
 pub fn insert(
@@ -20,4 +22,11 @@ pub fn insert(
     if let Ok(v) = HeaderValue::from_str(state) {
         headers.insert(HeaderName::from_static("ratelimit"), v);
     }
+}
+
+/// `response` with the `RateLimit-Policy` and `RateLimit` headers of a page
+/// write's spend.
+pub fn with_spent(mut response: HttpResponse, spent: &Spent) -> HttpResponse {
+    insert(&mut response, &spent.policy, &spent.state);
+    response
 }

@@ -4,7 +4,8 @@
 //! whole bodies by what else they depend on (page, query as typed, theme, cache
 //! status…), so a repeated hit copies bytes.
 //!
-//! The routes own this; the cache only carries it: it is the entry's attachment
+//! The search answers own this (the JSON one here, the HTML one in the routes);
+//! the cache only carries it: it is the entry's attachment
 //! ([`Entry::attachment`]), so it lives exactly as long as the entry (dropped once
 //! the entry is evicted and no answer holds it), and every rendering kept is
 //! counted in the entry's bytes when it is added and when it is dropped
@@ -38,14 +39,14 @@ struct Kept {
 /// The renderings of one entry, as answers use them: what is kept, and the entry
 /// its bytes are counted in.
 #[derive(Clone, Copy)]
-pub(super) struct Rendered<'a> {
+pub struct Rendered<'a> {
     kept: &'a Kept,
     entry: &'a Entry,
 }
 
 impl<'a> Rendered<'a> {
     /// The renderings of `entry`, made empty on first use.
-    pub(super) fn of(entry: &'a Entry) -> Self {
+    pub fn of(entry: &'a Entry) -> Self {
         let kept = entry.attachment(|| {
             let kept = Kept::new(entry.result.pages());
             entry.grew(kept.bytes());
@@ -56,7 +57,7 @@ impl<'a> Rendered<'a> {
 
     /// The answer body rendered for `variant`, rendered by `render` (and kept) on
     /// first use; an `Err` of `render` is returned as is and nothing is kept.
-    pub(super) fn page<E>(
+    pub fn page<E>(
         &self,
         variant: PageKey,
         render: impl FnOnce() -> Result<String, E>,
@@ -84,7 +85,7 @@ impl<'a> Rendered<'a> {
 
     /// The HTML rows of page `page`, rendered by `render` on first use; empty past
     /// the last page.
-    pub(super) fn html_rows(&self, page: usize, render: impl FnOnce() -> String) -> &'a str {
+    pub fn html_rows(&self, page: usize, render: impl FnOnce() -> String) -> &'a str {
         match page.checked_sub(1).and_then(|p| self.kept.html_rows.get(p)) {
             Some(cell) => cell.get_or_init(|| self.counted(render())),
             None => "",
@@ -93,7 +94,7 @@ impl<'a> Rendered<'a> {
 
     /// The JSON `results` array of page `page`, rendered by `render` on first use;
     /// `[]` past the last page.
-    pub(super) fn json_rows(&self, page: usize, render: impl FnOnce() -> String) -> &'a str {
+    pub fn json_rows(&self, page: usize, render: impl FnOnce() -> String) -> &'a str {
         match page.checked_sub(1).and_then(|p| self.kept.json_rows.get(p)) {
             Some(cell) => cell.get_or_init(|| self.counted(render())),
             None => "[]",

@@ -1,0 +1,246 @@
+//! The page operations both faces expose (SPEC §4: publish, list, read, update,
+//! archive, claim): each takes the [`Caller`] and the fields as sent, applies the
+//! field rules ([`crate::domain`]), the publish budget ([`super::publish_budget`])
+//! and the PIN check ([`super::pin_check`]) in that order, calls the page store
+//! ([`crate::page_store`]) and answers a body type of [`super::types`] or an
+//! [`ApiError`]. `routes::api` and the MCP tools only translate a request into one
+//! of these calls and its answer into HTTP or a tool result, so both count against
+//! the same budgets.
+//!
+//! A write names the page it changes as a [`Target`] (slug and PIN as sent), states
+//! its [`Conditions`], and answers [`Written`] (its body and the spend's
+//! `RateLimit` values). Those three are where a write grows: a precondition on the
+//! page's version or an idempotency key is a field of [`Conditions`] that each face
+//! fills from its request, an outcome such as "version mismatch" is an [`ApiError`]
+//! kind both faces already answer from its problem row, and what a write answers
+//! beside its body is a field of [`Written`].
+
+use super::error::ApiError;
+use super::publish_budget::{self, Spent};
+use super::types::{
+    CreatePage, Created, ListQuery, PageList, PageListItem, PageView, StateChanged, UpdatePage,
+    Updated,
+};
+use super::{pin_check, Caller};
+use crate::domain::{NewPage, PageBody, PageSlug, PageTitle};
+use crate::page_store::{CreateRefused, StateChange};
+use crate::pin;
+use crate::state::AppState;
+
+/// The page a write changes, as the request named it: what update, archive and
+/// claim take beside their own fields.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    /// The slug as sent (a path segment, a tool argument); one that breaks the slug
+    /// pattern names no page (404).
+    pub slug: &'a str,
+    /// The PIN as sent (the `X-Page-Pin` header, the tool's `pin`), `None` when
+    /// none was; checked by [`pin_check::authorize`].
+    pub pin: Option<&'a [u8]>,
+}
+
+/// What a write must find before it is made, beside its PIN: nothing yet. The
+/// expected version of a conditional write and the key of an idempotent one go
+/// here, so each face fills them in one place and every write checks them in one.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Conditions {}
+
+/// What a page write answers: the body both faces send, and the `RateLimit` values
+/// of the publish budget it spent (the HTTP face's headers).
+#[derive(Debug, Clone)]
+pub struct Written<T> {
+    pub answer: T,
+    pub spent: Spent,
+}
+
+/// Rows of `GET /api/pages` unless `per_page` says otherwise, and the most it may say.
+pub const DEFAULT_PER_PAGE: i64 = 50;
+pub const MAX_PER_PAGE: i64 = 100;
+
+/// The highest `page` of `GET /api/pages`: `(page - 1) * per_page` always fits.
+pub const MAX_PAGE: i64 = i64::MAX / MAX_PER_PAGE;
+
+/// A slug from the path; one that breaks the slug pattern names no page.
+pub fn path_slug(slug: &str) -> Result<PageSlug, ApiError> {
+    PageSlug::parse(slug).map_err(|_| ApiError::no_page(slug))
+}
+
+/// Publishes `input` for `caller`: fields, then the publish budget, then the PIN
+/// hash and the write. Errors as `POST /api/pages` answers them.
+pub async fn publish(
+    state: &AppState,
+    caller: &Caller,
+    input: CreatePage,
+    _conditions: Conditions,
+) -> Result<Written<Created>, ApiError> {
+    let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
+    let spent = publish_budget::spend(state, &caller.client).await?;
+    let pin_hash = match input.pin {
+        Some(pin) => Some(pin::hash_off_thread(&state.api.hash_slots, pin).await?),
+        None => None,
+    };
+    let now = state.clock.now();
+    let created = state
+        .pages
+        .store
+        .create(page, pin_hash, now)
+        .await?
+        .map_err(|CreateRefused::SlugTaken(slug)| ApiError::Conflict(slug.to_string()))?;
+    let slug = created.slug.to_string();
+    Ok(Written {
+        answer: Created {
+            url: caller.page_url(&slug),
+            version: created.version,
+            slug,
+        },
+        spent,
+    })
+}
+
+/// One page of the ledger as `GET /api/pages` answers it; `query` holds `page` and
+/// `per_page` as sent (text), checked here.
+pub async fn list(
+    state: &AppState,
+    caller: &Caller,
+    query: &ListQuery,
+) -> Result<PageList, ApiError> {
+    let per_page = whole_number(
+        "per_page",
+        query.per_page.as_deref(),
+        DEFAULT_PER_PAGE,
+        MAX_PER_PAGE,
+    )?;
+    let page = whole_number("page", query.page.as_deref(), 1, MAX_PAGE)?;
+    let offset = (page - 1) * per_page;
+    let listed = state.pages.store.ledger(offset, per_page).await?;
+    let total = listed.total;
+    let pages = listed
+        .rows
+        .into_iter()
+        .map(|p| PageListItem {
+            url: caller.page_url(&p.slug),
+            slug: p.slug,
+            title: p.title,
+            version: p.version,
+            updated_at: p.updated_at,
+        })
+        .collect();
+    Ok(PageList {
+        pages,
+        page,
+        per_page,
+        total,
+        next_page: (offset + per_page < total).then_some(page + 1),
+    })
+}
+
+/// `text` as a whole number from 1 to `max` under the rule every paged route shares
+/// ([`crate::domain::parse_whole_number`]), or `default` when absent or blank.
+fn whole_number(field: &str, text: Option<&str>, default: i64, max: i64) -> Result<i64, ApiError> {
+    let n = crate::domain::parse_whole_number(text).map(|n| n.map(i64::try_from));
+    match n {
+        Ok(None) => Ok(default),
+        Ok(Some(Ok(n))) if n <= max => Ok(n),
+        _ => Err(ApiError::validation(
+            field,
+            format!("{field} must be a whole number from 1 to {max}"),
+        )),
+    }
+}
+
+/// The published page `slug` as `GET /api/pages/{slug}` answers it.
+pub async fn read(state: &AppState, caller: &Caller, slug: &str) -> Result<PageView, ApiError> {
+    let slug = path_slug(slug)?;
+    let page = state
+        .pages
+        .store
+        .page(slug.as_str())
+        .await?
+        .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
+    Ok(PageView {
+        url: caller.page_url(&page.slug),
+        slug: page.slug,
+        title: page.title,
+        body: page.body,
+        version: page.version,
+        created_at: page.created_at,
+        updated_at: page.updated_at,
+    })
+}
+
+/// Replaces title and/or body of the page `target` names, for `caller`: the slug,
+/// the fields, then the publish budget, then the PIN check
+/// ([`pin_check::authorize`]), then the write. Errors as `PUT /api/pages/{slug}`
+/// answers them.
+pub async fn update(
+    state: &AppState,
+    caller: &Caller,
+    target: Target<'_>,
+    input: UpdatePage,
+    _conditions: Conditions,
+) -> Result<Written<Updated>, ApiError> {
+    let slug = path_slug(target.slug)?;
+    if input.title.is_none() && input.body.is_none() {
+        return Err(ApiError::validation("title", "give title, body or both"));
+    }
+    let title = input.title.as_deref().map(PageTitle::parse).transpose()?;
+    let body = input.body.map(PageBody::parse).transpose()?;
+    let spent = publish_budget::spend(state, &caller.client).await?;
+    let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
+    let now = state.clock.now();
+    let version = state.pages.store.update(id, title, body, now).await?;
+    Ok(Written {
+        answer: Updated {
+            slug: slug.to_string(),
+            version,
+        },
+        spent,
+    })
+}
+
+/// Archives the page `target` names, for `caller`; errors as
+/// `POST /api/pages/{slug}/archive` answers them.
+pub async fn archive(
+    state: &AppState,
+    caller: &Caller,
+    target: Target<'_>,
+    conditions: Conditions,
+) -> Result<Written<StateChanged>, ApiError> {
+    change_state(state, caller, target, conditions, StateChange::Archive).await
+}
+
+/// Claims the page `target` names, for `caller`; errors as
+/// `POST /api/pages/{slug}/claim` answers them.
+pub async fn claim(
+    state: &AppState,
+    caller: &Caller,
+    target: Target<'_>,
+    conditions: Conditions,
+) -> Result<Written<StateChanged>, ApiError> {
+    change_state(state, caller, target, conditions, StateChange::Claim).await
+}
+
+/// Archive or claim: the slug, then the publish budget, then the PIN check, then
+/// the write.
+async fn change_state(
+    state: &AppState,
+    caller: &Caller,
+    target: Target<'_>,
+    _conditions: Conditions,
+    change: StateChange,
+) -> Result<Written<StateChanged>, ApiError> {
+    let slug = path_slug(target.slug)?;
+    let spent = publish_budget::spend(state, &caller.client).await?;
+    let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
+    let now = state.clock.now();
+    let after = state.pages.store.change_state(id, change, now).await?;
+    Ok(Written {
+        answer: StateChanged {
+            slug: after.slug,
+            version: after.version,
+            lifecycle: after.lifecycle,
+            claimed_at: after.claimed_at,
+        },
+        spent,
+    })
+}
