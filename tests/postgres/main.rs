@@ -44,6 +44,8 @@ mod api_errors;
 mod api_forwarded;
 #[path = "../api/head.rs"]
 mod api_head;
+#[path = "../api/history.rs"]
+mod api_history;
 #[path = "../api/lifecycle.rs"]
 mod api_lifecycle;
 #[path = "../api/openapi.rs"]
