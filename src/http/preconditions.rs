@@ -1,4 +1,4 @@
-//! HTTP preconditions on pages (RFC 9110 §8.8.3, §13; issue 32 §2, §4): a page's
+//! HTTP preconditions on pages (RFC 9110 sections 8.8.3 and 13; issue 32 §2, §4): a page's
 //! entity tag is its version, `"v{version}"`, strong (two answers with the same
 //! version have the same title and body). `If-Match` on a write becomes the
 //! write's expected version ([`crate::operations::pages::Conditions`]), which the
