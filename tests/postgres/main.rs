@@ -40,6 +40,8 @@ mod helpers {
 }
 
 // Of `tests/api/`: a write reaching search and the public views.
+#[path = "../api/history.rs"]
+mod api_history;
 #[path = "../api/lifecycle.rs"]
 mod api_lifecycle;
 #[path = "../api/search_effects.rs"]
