@@ -67,6 +67,8 @@ mod search_admission;
 mod search_budget;
 #[path = "../search/cache.rs"]
 mod search_cache;
+#[path = "../search/carry.rs"]
+mod search_carry;
 #[path = "../search/matrix.rs"]
 mod search_matrix;
 
