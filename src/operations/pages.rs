@@ -204,7 +204,7 @@ pub async fn update(
     let version = state
         .pages
         .store
-        .update(id, title, body, now, conditions.expected_version)
+        .update_expecting(id, title, body, now, conditions.expected_version)
         .await??;
     Ok(Written {
         answer: Updated {
@@ -253,7 +253,7 @@ async fn change_state(
     let after = state
         .pages
         .store
-        .change_state(id, change, now, conditions.expected_version)
+        .change_state_expecting(id, change, now, conditions.expected_version)
         .await??;
     Ok(Written {
         answer: StateChanged {

@@ -298,8 +298,21 @@ impl PageStore {
         self.observe(self.backend.create(page, pin_hash, now).await)
     }
 
-    /// [`PageBackend::update`], expecting the page at `expected` when given.
+    /// [`PageBackend::update`], whatever version the page is at.
     pub async fn update(
+        &self,
+        id: i64,
+        title: Option<PageTitle>,
+        body: Option<PageBody>,
+        now: i64,
+    ) -> Result<i64, PageStoreError> {
+        self.update_expecting(id, title, body, now, None)
+            .await?
+            .map_err(|_| PageStoreError::Failed(format!("no page {id} to update")))
+    }
+
+    /// [`PageBackend::update`], expecting the page at `expected` when given.
+    pub async fn update_expecting(
         &self,
         id: i64,
         title: Option<PageTitle>,
@@ -311,8 +324,20 @@ impl PageStore {
         self.observe(self.backend.update(id, title, body, now, terms).await)
     }
 
-    /// [`PageBackend::change_state`], expecting the page at `expected` when given.
+    /// [`PageBackend::change_state`], whatever version the page is at.
     pub async fn change_state(
+        &self,
+        id: i64,
+        change: StateChange,
+        now: i64,
+    ) -> Result<PageState, PageStoreError> {
+        self.change_state_expecting(id, change, now, None)
+            .await?
+            .map_err(|_| PageStoreError::Failed(format!("no page {id} to change")))
+    }
+
+    /// [`PageBackend::change_state`], expecting the page at `expected` when given.
+    pub async fn change_state_expecting(
         &self,
         id: i64,
         change: StateChange,
