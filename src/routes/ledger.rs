@@ -150,7 +150,18 @@ pub async fn page(
                     updated_at: format_time(p.updated_at),
                 },
             };
-            render(&state, &req, StatusCode::OK, "page.html", context)
+            let version = context.page.version;
+            let mut page = render(&state, &req, StatusCode::OK, "page.html", context);
+            if page.status() == StatusCode::OK {
+                page.headers_mut().insert(
+                    actix_web::http::header::ETAG,
+                    actix_web::http::header::HeaderValue::from_str(
+                        &crate::http::preconditions::etag(version),
+                    )
+                    .expect("an entity tag is a header value"),
+                );
+            }
+            page
         }
         Ok(None) => page_not_found(&state, &req),
         Err(e) => internal_error(&state, &req, e),
