@@ -352,6 +352,10 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
             crate::http::own_origins::refuse_foreign_writes,
         )))
         .route("/mcp", web::to(crate::mcp::transport::mcp))
+        .route(
+            crate::mcp::face::READ_ONLY_PATH,
+            web::to(crate::mcp::transport::mcp),
+        )
         .default_service(web::to(routes::not_found));
 }
 
