@@ -15,6 +15,7 @@ pub mod domain;
 pub mod faults;
 pub mod http;
 pub mod import;
+pub mod invisible;
 pub mod markdown;
 pub mod mcp;
 pub mod metrics;

@@ -19,9 +19,11 @@
 //! ([`PageStore::changes_since`]), so every replica's snapshot follows every
 //! committed change exactly once, in order.
 
+pub mod history;
 pub mod moving;
 pub mod open;
 pub mod postgres;
+mod postgres_history;
 pub mod sqlite;
 
 use std::any::Any;
@@ -34,6 +36,9 @@ use futures_util::FutureExt as _;
 use crate::domain::{NewPage, PageBody, PageTitle};
 /// The records live below the store and `db` both, which build them.
 pub use crate::page_records as records;
+pub use history::{
+    PageVersion, Restored, VersionKind, VersionList, VersionMismatch, VersionSummary, WriteTerms,
+};
 pub use records::{
     Candidate, CandidateRef, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
     LedgerPage, Page, PageState, PageSummary, PinRecord, StateChange, Upserted,
@@ -77,9 +82,10 @@ pub trait PageBackend: Send + Sync + 'static {
     /// Which store this is, for logs: `sqlite`, …
     fn kind(&self) -> &'static str;
 
-    /// Inserts a new page at version 1, created and updated at `now`. A slug the
-    /// writer gave must be free in any state; a derived one takes the first free
-    /// `slug`, `slug-2`, … ([`crate::page_store::sqlite::pages::free_slug`] is the rule).
+    /// Inserts a new page at version 1, created and updated at `now`, and keeps
+    /// that version in its history (a `publish`). A slug the writer gave must be
+    /// free in any state; a derived one takes the first free `slug`, `slug-2`, …
+    /// ([`crate::page_store::sqlite::pages::free_slug`] is the rule).
     fn create(
         &self,
         page: NewPage,
@@ -88,17 +94,46 @@ pub trait PageBackend: Send + Sync + 'static {
     ) -> StoreFuture<'_, Result<Created, CreateRefused>>;
 
     /// Sets title and/or body of page `id` (`None` keeps it) and bumps its version
-    /// and `updated_at`; returns the new version.
+    /// and `updated_at`, keeping the new version in its history (an `update`) and
+    /// pruning it to `terms.keep`, all in one transaction; returns the new version.
+    /// A page not at `terms.expected` is left as it is ([`VersionMismatch`]).
     fn update(
         &self,
         id: i64,
         title: Option<PageTitle>,
         body: Option<PageBody>,
         now: i64,
-    ) -> StoreFuture<'_, i64>;
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Result<i64, VersionMismatch>>;
 
-    /// Archives or claims page `id` (once; again changes nothing).
-    fn change_state(&self, id: i64, change: StateChange, now: i64) -> StoreFuture<'_, PageState>;
+    /// Archives or claims page `id` (once; again changes nothing and keeps no
+    /// version), on `terms` as [`Self::update`].
+    fn change_state(
+        &self,
+        id: i64,
+        change: StateChange,
+        now: i64,
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Result<PageState, VersionMismatch>>;
+
+    /// Sets page `id`'s title and body to those of its kept version `version`, as
+    /// a new version (a `restore`), on `terms` as [`Self::update`]: the expected
+    /// version is checked first, then that the history holds `version`.
+    fn restore(
+        &self,
+        id: i64,
+        version: i64,
+        now: i64,
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Restored>;
+
+    /// How many versions of page `id` are kept, and `limit` of them from
+    /// `offset`, newest first.
+    fn versions(&self, id: i64, offset: i64, limit: i64) -> StoreFuture<'_, VersionList>;
+
+    /// Version `version` of page `id`, when its history holds it; with
+    /// `before`, the newest kept version older than `version` instead.
+    fn version(&self, id: i64, version: i64, before: bool) -> StoreFuture<'_, Option<PageVersion>>;
 
     /// The candidate page with this slug, or `None` (unknown, archived or claimed).
     fn page(&self, slug: String) -> StoreFuture<'_, Option<Page>>;
@@ -156,8 +191,10 @@ pub trait PageBackend: Send + Sync + 'static {
     fn count_all(&self) -> StoreFuture<'_, i64>;
 
     /// Upserts `pages` by slug in one transaction: all of them or, on any error,
-    /// none ([`crate::page_store::sqlite::pages::upsert`] is the rule).
-    fn import(&self, pages: Vec<ImportPage>, now: i64) -> StoreFuture<'_, ImportCounts>;
+    /// none ([`crate::page_store::sqlite::pages::upsert`] is the rule). Each page
+    /// inserted or changed keeps its new version (an `import`), its history pruned
+    /// to `keep` versions.
+    fn import(&self, pages: Vec<ImportPage>, now: i64, keep: i64) -> StoreFuture<'_, ImportCounts>;
 
     /// Whether a write could be kept now, for `/readyz`: `Err` with a few words
     /// for the answer (the details go to the log).
@@ -188,6 +225,8 @@ pub struct PageStore {
     /// Where each call is counted and timed, once start-up has set it
     /// (`agent_pages_page_store_calls_total`); shared by clones.
     calls: crate::metrics::StoreCallsSlot,
+    /// Versions kept per page (`PAGE_HISTORY_VERSIONS`).
+    history_versions: i64,
 }
 
 impl PageStore {
@@ -197,6 +236,26 @@ impl PageStore {
             backend: Arc::new(backend),
             up: Arc::new(AtomicBool::new(true)),
             calls: Default::default(),
+            history_versions: history::DEFAULT_HISTORY_VERSIONS,
+        }
+    }
+
+    /// This handle keeping `versions` versions per page (at least 1) from now on.
+    pub fn with_history_versions(mut self, versions: i64) -> Self {
+        self.history_versions = versions.max(1);
+        self
+    }
+
+    /// Versions kept per page.
+    pub fn history_versions(&self) -> i64 {
+        self.history_versions
+    }
+
+    /// The terms of a write expecting `expected`.
+    fn terms(&self, expected: Option<i64>) -> WriteTerms {
+        WriteTerms {
+            keep: self.history_versions,
+            expected,
         }
     }
 
@@ -279,25 +338,73 @@ impl PageStore {
         self.timed(self.backend.create(page, pin_hash, now)).await
     }
 
-    /// [`PageBackend::update`].
+    /// [`PageBackend::update`], expecting the page at `expected` when given.
     pub async fn update(
         &self,
         id: i64,
         title: Option<PageTitle>,
         body: Option<PageBody>,
         now: i64,
-    ) -> Result<i64, PageStoreError> {
-        self.timed(self.backend.update(id, title, body, now)).await
+        expected: Option<i64>,
+    ) -> Result<Result<i64, VersionMismatch>, PageStoreError> {
+        let terms = self.terms(expected);
+        self.timed(self.backend.update(id, title, body, now, terms))
+            .await
     }
 
-    /// [`PageBackend::change_state`].
+    /// [`PageBackend::change_state`], expecting the page at `expected` when given.
     pub async fn change_state(
         &self,
         id: i64,
         change: StateChange,
         now: i64,
-    ) -> Result<PageState, PageStoreError> {
-        self.timed(self.backend.change_state(id, change, now)).await
+        expected: Option<i64>,
+    ) -> Result<Result<PageState, VersionMismatch>, PageStoreError> {
+        let terms = self.terms(expected);
+        self.timed(self.backend.change_state(id, change, now, terms))
+            .await
+    }
+
+    /// [`PageBackend::restore`], expecting the page at `expected` when given.
+    pub async fn restore(
+        &self,
+        id: i64,
+        version: i64,
+        now: i64,
+        expected: Option<i64>,
+    ) -> Result<Restored, PageStoreError> {
+        let terms = self.terms(expected);
+        self.timed(self.backend.restore(id, version, now, terms))
+            .await
+    }
+
+    /// [`PageBackend::versions`].
+    pub async fn versions(
+        &self,
+        id: i64,
+        offset: i64,
+        limit: i64,
+    ) -> Result<VersionList, PageStoreError> {
+        self.timed(self.backend.versions(id, offset, limit)).await
+    }
+
+    /// [`PageBackend::version`]: version `version` of page `id`.
+    pub async fn version(
+        &self,
+        id: i64,
+        version: i64,
+    ) -> Result<Option<PageVersion>, PageStoreError> {
+        self.timed(self.backend.version(id, version, false)).await
+    }
+
+    /// [`PageBackend::version`]: the newest kept version of page `id` older than
+    /// `version`.
+    pub async fn version_before(
+        &self,
+        id: i64,
+        version: i64,
+    ) -> Result<Option<PageVersion>, PageStoreError> {
+        self.timed(self.backend.version(id, version, true)).await
     }
 
     /// [`PageBackend::page`].
@@ -359,7 +466,8 @@ impl PageStore {
         pages: Vec<ImportPage>,
         now: i64,
     ) -> Result<ImportCounts, PageStoreError> {
-        self.timed(self.backend.import(pages, now)).await
+        self.timed(self.backend.import(pages, now, self.history_versions))
+            .await
     }
 
     /// [`PageBackend::check_ready`].

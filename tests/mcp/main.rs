@@ -11,5 +11,6 @@ mod budgets;
 mod envelope;
 mod lifecycle;
 mod limits;
+mod page_text;
 mod rebinding;
 mod tools;
