@@ -10,6 +10,7 @@ use helpers::support;
 
 mod dashboard;
 mod metrics;
+mod prometheus;
 mod rules;
 
 use std::path::PathBuf;
