@@ -188,6 +188,15 @@ fn app_state(
     let metrics = Arc::new(Metrics::new(&crate::operations::search::outcome::labels(
         &settings.search_budget,
     )));
+    metrics
+        .cache_max_bytes
+        .set(settings.search.cache_max_bytes as i64);
+    metrics.slots.set(settings.search.concurrency as i64);
+    pages.count_calls_in(metrics.page_store_calls(pages.kind()));
+    budget_store.count_calls_in(metrics.budget_store_calls(budget_store.kind()));
+    for tool in crate::mcp::tools::TOOLS.iter() {
+        metrics.show_tool(&tool.name);
+    }
     let scorers = ScorerPool::start(
         settings.search.concurrency,
         metrics.slots_acquired.clone(),
@@ -282,6 +291,7 @@ fn serve_routes(
                 routes::security_headers::security_headers,
             ))
             .wrap(TracingLogger::<PathOnlyRootSpan>::new())
+            .wrap(middleware::from_fn(routes::metrics::request_duration))
             .app_data(state.clone())
             .app_data(mcp.clone())
             .app_data(own_origins.clone())

@@ -249,9 +249,19 @@ pub async fn call(
         "update_page" => update_page(state, caller, arguments).await,
         "archive_page" => pin_change(state, caller, arguments, Change::Archive).await,
         "claim_page" => pin_change(state, caller, arguments, Change::Claim).await,
-        _ => return None,
+        _ => {
+            state.metrics.count_tool_call(name, false, "unknown_tool");
+            return None;
+        }
     };
-    Some(result.unwrap_or_else(|e| problem_result(e.problem())))
+    let result = result.unwrap_or_else(|e| problem_result(e.problem()));
+    let outcome = if result.is_error == Some(true) {
+        "error"
+    } else {
+        "ok"
+    };
+    state.metrics.count_tool_call(name, true, outcome);
+    Some(result)
 }
 
 async fn search_pages(

@@ -1,12 +1,16 @@
 //! The `observe` compose profile's files checked with real tools: Prometheus' own
 //! `promtool` validates the configuration and the alert rules and runs their unit
 //! tests (deploy/prometheus/alerts.test.yml); the Grafana dashboard is checked
-//! against its provisioning.
+//! against its provisioning; a real server's `/metrics` has every series the
+//! dashboard and the alerts read, moved by the requests that should move them.
 
-#[path = "../support/mod.rs"]
-mod support;
+#[path = "../common/mod.rs"]
+mod helpers;
+use helpers::support;
 
 mod dashboard;
+mod metrics;
+mod prometheus;
 mod rules;
 
 use std::path::PathBuf;
