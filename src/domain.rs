@@ -3,8 +3,6 @@
 
 use std::fmt;
 
-use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
-
 /// Longest slug, in ASCII chars (SPEC §3: `[a-z0-9][a-z0-9.+-]{0,79}`).
 pub const SLUG_MAX: usize = 80;
 /// Longest title in Unicode scalar values, after trimming.
@@ -180,25 +178,8 @@ pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
-/// Whether `c` shows as something: a letter, number, punctuation mark or symbol
-/// (Unicode general categories L, N, P, S), except the few of those that render as
-/// nothing (Hangul fillers, the blank Braille pattern). Separators (`Zs`…), controls
-/// (`Cc`), format chars (`Cf`: zero-width space, soft hyphen, bidi marks), marks
-/// alone (`M`), private-use and unassigned chars are not.
-pub fn is_visible(c: char) -> bool {
-    let shows = matches!(
-        c.general_category_group(),
-        GeneralCategoryGroup::Letter
-            | GeneralCategoryGroup::Number
-            | GeneralCategoryGroup::Punctuation
-            | GeneralCategoryGroup::Symbol
-    );
-    shows
-        && !matches!(
-            c,
-            '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' | '\u{2800}'
-        )
-}
+/// Whether `c` shows as something: the rule lives with the other character rules.
+pub use crate::invisible::is_visible;
 
 /// A body of at most [`BODY_MAX_BYTES`] bytes, kept exactly as given.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -19,7 +19,7 @@
 //!   char it goes;
 //! - a variation selector (U+FE00–U+FE0F, U+E0100–U+E01EF, the Mongolian U+180B–
 //!   U+180D and U+180F) stays when it directly follows a visible char
-//!   ([`crate::domain::is_visible`]): `⭐️` keeps its U+FE0F; of a run of selectors
+//!   ([`is_visible`]): `⭐️` keeps its U+FE0F; of a run of selectors
 //!   (how data is smuggled inside an emoji) only the first stays.
 //!
 //! Emoji tag sequences (subdivision flags) lose their tags and show as a black flag.
@@ -32,7 +32,25 @@ use icu_properties::props::DefaultIgnorableCodePoint;
 use icu_properties::CodePointSetData;
 use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
 
-use crate::domain::is_visible;
+/// Whether `c` shows as something: a letter, number, punctuation mark or symbol
+/// (Unicode general categories L, N, P, S), except the few of those that render as
+/// nothing (Hangul fillers, the blank Braille pattern). Separators (`Zs`…), controls
+/// (`Cc`), format chars (`Cf`: zero-width space, soft hyphen, bidi marks), marks
+/// alone (`M`), private-use and unassigned chars are not.
+pub fn is_visible(c: char) -> bool {
+    let shows = matches!(
+        c.general_category_group(),
+        GeneralCategoryGroup::Letter
+            | GeneralCategoryGroup::Number
+            | GeneralCategoryGroup::Punctuation
+            | GeneralCategoryGroup::Symbol
+    );
+    shows
+        && !matches!(
+            c,
+            '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' | '\u{2800}'
+        )
+}
 
 /// Whether `c` is a `Default_Ignorable_Code_Point`.
 pub fn is_ignorable(c: char) -> bool {
