@@ -20,9 +20,11 @@ use futures_util::FutureExt as _;
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::{IsolationLevel, Row};
 
+use super::postgres_history;
 use super::{
     Candidate, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage, LedgerPage, Page,
-    PageBackend, PageState, PageStoreError, PinRecord, StateChange, StoreFuture,
+    PageBackend, PageState, PageStoreError, PageVersion, PinRecord, Restored, StateChange,
+    StoreFuture, VersionList, VersionMismatch, WriteTerms,
 };
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
 use crate::pg::{Call, CallError, Epoch, LastRead, Pg, PgError, PgSettings};
@@ -176,16 +178,6 @@ fn candidate(r: &Row) -> Candidate {
     }
 }
 
-fn page_state(r: &Row) -> PageState {
-    PageState {
-        slug: r.get(0),
-        version: r.get(1),
-        lifecycle: r.get(2),
-        claimed_at: r.get(3),
-        updated_at: r.get(4),
-    }
-}
-
 async fn exists(c: &ClientWrapper, slug: &str) -> Result<bool, tokio_postgres::Error> {
     let statement = c
         .prepare_cached("SELECT 1 FROM pages WHERE slug = $1")
@@ -265,7 +257,7 @@ fn chunks(batch: &[ImportPage]) -> Vec<&[ImportPage]> {
 impl PostgresPages {
     /// One call on a pooled client within the call deadline ([`Pg::run`]), as
     /// the store future the backend methods answer.
-    fn call<T, F>(&self, call: F) -> StoreFuture<'_, T>
+    pub(super) fn call<T, F>(&self, call: F) -> StoreFuture<'_, T>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut deadpool_postgres::Object) -> Call<'c, T> + Send + 'static,
@@ -300,13 +292,8 @@ impl PageBackend for PostgresPages {
                 .pg
                 .run(|c| {
                     Box::pin(async move {
-                        let insert = c
-                            .prepare_cached(
-                                "INSERT INTO pages (slug, title, body, pin_hash, created_at, updated_at)
-                                 VALUES ($1, $2, $3, $4, $5, $5)
-                                 ON CONFLICT (slug) DO NOTHING RETURNING id",
-                            )
-                            .await?;
+                        // The page and its version 1 in one statement.
+                        let insert = c.prepare_cached(postgres_history::CREATE_SQL).await?;
                         for _ in 0..CREATE_TRIES {
                             let slug = match &page.slug {
                                 Some(slug) if exists(c, slug.as_str()).await? => {
@@ -314,8 +301,7 @@ impl PageBackend for PostgresPages {
                                 }
                                 Some(slug) => slug.clone(),
                                 None => {
-                                    free_slug(c, &PageSlug::from_title(page.title.as_str()))
-                                        .await?
+                                    free_slug(c, &PageSlug::from_title(page.title.as_str())).await?
                                 }
                             };
                             let row = c
@@ -362,53 +348,37 @@ impl PageBackend for PostgresPages {
         title: Option<PageTitle>,
         body: Option<PageBody>,
         now: i64,
-    ) -> StoreFuture<'_, i64> {
-        self.call(move |c| {
-            Box::pin(async move {
-                let statement = c
-                    .prepare_cached(
-                        "UPDATE pages SET title = COALESCE($2, title),
-                                body = COALESCE($3, body),
-                                current_version = current_version + 1, updated_at = $4
-                         WHERE id = $1 RETURNING current_version",
-                    )
-                    .await?;
-                let title = title.as_ref().map(PageTitle::as_str);
-                let body = body.as_ref().map(PageBody::as_str);
-                let row = c.query_one(&statement, &[&id, &title, &body, &now]).await?;
-                Ok(row.get(0))
-            })
-        })
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Result<i64, VersionMismatch>> {
+        self.update_kept(id, title, body, now, terms)
     }
 
-    fn change_state(&self, id: i64, change: StateChange, now: i64) -> StoreFuture<'_, PageState> {
-        // The page as changed, or as it was when the change was a no-op (one
-        // statement, one snapshot).
-        let set = match change {
-            StateChange::Archive => {
-                "lifecycle = 'archived', current_version = current_version + 1, updated_at = $2
-                 WHERE id = $1 AND lifecycle = 'active'"
-            }
-            StateChange::Claim => {
-                "claimed_at = $2, current_version = current_version + 1, updated_at = $2
-                 WHERE id = $1 AND claimed_at IS NULL"
-            }
-        };
-        let sql = format!(
-            "WITH changed AS (
-                 UPDATE pages SET {set}
-                 RETURNING slug, current_version, lifecycle, claimed_at, updated_at)
-             SELECT * FROM changed
-             UNION ALL
-             SELECT slug, current_version, lifecycle, claimed_at, updated_at FROM pages
-             WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM changed)"
-        );
-        self.call(move |c| {
-            Box::pin(async move {
-                let statement = c.prepare_cached(&sql).await?;
-                Ok(page_state(&c.query_one(&statement, &[&id, &now]).await?))
-            })
-        })
+    fn change_state(
+        &self,
+        id: i64,
+        change: StateChange,
+        now: i64,
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Result<PageState, VersionMismatch>> {
+        self.change_state_kept(id, change, now, terms)
+    }
+
+    fn restore(
+        &self,
+        id: i64,
+        version: i64,
+        now: i64,
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Restored> {
+        self.restore_kept(id, version, now, terms)
+    }
+
+    fn versions(&self, id: i64, offset: i64, limit: i64) -> StoreFuture<'_, VersionList> {
+        self.versions_kept(id, offset, limit)
+    }
+
+    fn version(&self, id: i64, version: i64, before: bool) -> StoreFuture<'_, Option<PageVersion>> {
+        self.version_kept(id, version, before)
     }
 
     fn page(&self, slug: String) -> StoreFuture<'_, Option<Page>> {
@@ -620,26 +590,13 @@ impl PageBackend for PostgresPages {
         })
     }
 
-    fn import(&self, batch: Vec<ImportPage>, now: i64) -> StoreFuture<'_, ImportCounts> {
+    fn import(&self, batch: Vec<ImportPage>, now: i64, keep: i64) -> StoreFuture<'_, ImportCounts> {
         self.call_unbounded(move |c| {
             Box::pin(async move {
                 let tx = c.transaction().await?;
                 tx.batch_execute(LONG_STATEMENT).await?;
-                let upsert = tx
-                    .prepare(
-                        "INSERT INTO pages (slug, title, body, pin_hash, created_at, updated_at)
-                         SELECT slug, title, body, pin_hash, $5, $5
-                         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
-                              AS t(slug, title, body, pin_hash)
-                         ON CONFLICT (slug) DO UPDATE
-                             SET title = EXCLUDED.title, body = EXCLUDED.body,
-                                 current_version = pages.current_version + 1,
-                                 updated_at = EXCLUDED.updated_at
-                             WHERE pages.title <> EXCLUDED.title
-                                OR pages.body <> EXCLUDED.body
-                         RETURNING (xmax = 0)",
-                    )
-                    .await?;
+                // Each page written and its new version in one statement.
+                let upsert = tx.prepare(&postgres_history::import_sql()).await?;
                 let mut counts = ImportCounts::default();
                 for chunk in chunks(&batch) {
                     let slugs: Vec<&str> = chunk.iter().map(|p| p.slug.as_str()).collect();
@@ -648,7 +605,7 @@ impl PageBackend for PostgresPages {
                     let pins: Vec<Option<&str>> =
                         chunk.iter().map(|p| p.pin_hash.as_deref()).collect();
                     let rows = tx
-                        .query(&upsert, &[&slugs, &titles, &bodies, &pins, &now])
+                        .query(&upsert, &[&slugs, &titles, &bodies, &pins, &now, &keep])
                         .await?;
                     let inserted = rows.iter().filter(|r| r.get::<_, bool>(0)).count();
                     counts.inserted += inserted;

@@ -25,6 +25,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0003_corpus_history",
         include_str!("../../migrations/postgres/0003_corpus_history.sql"),
     ),
+    (
+        4,
+        "0004_page_history",
+        include_str!("../../migrations/postgres/0004_page_history.sql"),
+    ),
 ];
 
 /// The advisory lock key of a migration run (any constant of our own).

@@ -169,6 +169,52 @@ impl Snapshot {
     }
 }
 
+/// How the corpus moved from one snapshot to the next by a known set of changed
+/// pages: what the result cache needs to carry its entries across the move
+/// (`search::cache::carry`), without holding either snapshot.
+#[derive(Debug, Clone)]
+pub struct Move {
+    /// The fingerprint before and after.
+    pub from: Fingerprint,
+    pub to: Fingerprint,
+    /// The number of candidates before and after (word rarity is measured against
+    /// their size class, `rank::size_class`).
+    pub len_from: usize,
+    pub len_to: usize,
+    /// Every title a changed page had before the move or has after it (a page
+    /// new, gone or unchanged in title gives one or two, in any order).
+    pub titles: Vec<String>,
+}
+
+impl Move {
+    /// The move from `before` to `after`, which is `before` with `changes`
+    /// applied ([`Snapshot::apply`]).
+    pub fn of(before: &Snapshot, after: &Snapshot, changes: &[(i64, Option<Candidate>)]) -> Self {
+        let mut titles = Vec::with_capacity(2 * changes.len());
+        for (id, row) in changes {
+            if let Some(old) = before.page(*id) {
+                titles.push(old.title.to_owned());
+            }
+            if let Some(new) = row {
+                if titles.last() != Some(&new.title) {
+                    titles.push(new.title.clone());
+                }
+            }
+        }
+        Self {
+            from: before.fingerprint,
+            to: after.fingerprint,
+            len_from: before.len(),
+            len_to: after.len(),
+            titles,
+        }
+    }
+}
+
+/// Changed pages at most for which a move is told to the observer set with
+/// [`Corpus::on_move`] (a longer batch, an import, leaves the cache to refill).
+pub const MOVE_MAX_CHANGES: usize = 64;
+
 /// Builds a [`Snapshot`] one candidate at a time, as the rows are read: the
 /// whole table is never held as `Candidate`s (at a million pages those were
 /// twice the snapshot's own size).
@@ -302,6 +348,7 @@ impl SnapshotBuilder {
 /// Changes applied on the calling (async) thread; a longer batch is applied on a
 /// blocking thread.
 const INLINE_CHANGES: usize = 64;
+const _: () = assert!(MOVE_MAX_CHANGES <= INLINE_CHANGES);
 
 /// The current snapshot and how to refresh it.
 pub struct Corpus {
@@ -319,6 +366,9 @@ pub struct Corpus {
     rebuild: tokio::sync::Mutex<()>,
     /// Counts [`Corpus::current`] calls (candidate fetches of searches).
     fetches: IntCounter,
+    /// Told of every move by at most [`MOVE_MAX_CHANGES`] changed pages, before
+    /// the new snapshot is published (see [`Corpus::on_move`]).
+    on_move: std::sync::OnceLock<Box<dyn Fn(Move) + Send + Sync>>,
 }
 
 impl Corpus {
@@ -332,7 +382,17 @@ impl Corpus {
             current: RwLock::new(Arc::new(Snapshot::build(-1, Vec::new()))),
             rebuild: tokio::sync::Mutex::new(()),
             fetches,
+            on_move: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets what is told of each move of the snapshot by a known set of at most
+    /// [`MOVE_MAX_CHANGES`] changed pages (the result cache carries its entries
+    /// across it). Called before the new snapshot is published, under the rebuild
+    /// lock, so it sees the moves one at a time and in order; it must not block.
+    /// A second call is ignored.
+    pub fn on_move(&self, observer: impl Fn(Move) + Send + Sync + 'static) {
+        let _ = self.on_move.set(Box::new(observer));
     }
 
     /// Builds the snapshot ahead of the first search; not counted as a fetch.
@@ -408,7 +468,13 @@ impl Corpus {
                 // import by another process) is CPU work for off the async
                 // worker, which serves other requests meanwhile.
                 let snapshot = if n <= INLINE_CHANGES {
-                    Arc::new(base.apply(generation, &changes))
+                    let snapshot = Arc::new(base.apply(generation, &changes));
+                    if n <= MOVE_MAX_CHANGES {
+                        if let Some(observer) = self.on_move.get() {
+                            observer(Move::of(&base, &snapshot, &changes));
+                        }
+                    }
+                    snapshot
                 } else {
                     tokio::task::spawn_blocking(move || Arc::new(base.apply(generation, &changes)))
                         .await

@@ -53,3 +53,4 @@ macro_rules! contract_suite {
 mod backends;
 mod budget;
 mod page_store;
+mod search_carry;

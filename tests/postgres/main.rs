@@ -54,8 +54,5 @@ mod commands;
 mod faults;
 mod follow;
 mod forwarder;
-mod pool;
 mod replicas;
-mod restart;
-mod restore;
 mod store;
