@@ -52,4 +52,5 @@ macro_rules! contract_suite {
 
 mod backends;
 mod budget;
+mod page_history;
 mod page_store;
