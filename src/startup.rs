@@ -188,6 +188,15 @@ fn app_state(
     let metrics = Arc::new(Metrics::new(&crate::operations::search::outcome::labels(
         &settings.search_budget,
     )));
+    metrics
+        .cache_max_bytes
+        .set(settings.search.cache_max_bytes as i64);
+    metrics.slots.set(settings.search.concurrency as i64);
+    pages.count_calls_in(metrics.page_store_calls(pages.kind()));
+    budget_store.count_calls_in(metrics.budget_store_calls(budget_store.kind()));
+    for tool in crate::mcp::tools::TOOLS.iter() {
+        metrics.show_tool(&tool.name);
+    }
     let scorers = ScorerPool::start(
         settings.search.concurrency,
         metrics.slots_acquired.clone(),
@@ -208,6 +217,9 @@ fn app_state(
     );
     let cache_view = cache.view();
     let cache = cache.start();
+    // Each move of the corpus by a few pages carries the entries it cannot affect.
+    let carrier = cache.clone();
+    corpus.on_move(move |moved| carrier.do_send(crate::search::cache::Carry(moved)));
     let search_budget = Arc::new(settings.search_budget.clone());
     let publish_budget = Arc::new(settings.publish_budget.clone());
     let policies = RateLimitPolicies::of(&search_budget, &publish_budget)
@@ -279,6 +291,7 @@ fn serve_routes(
                 routes::security_headers::security_headers,
             ))
             .wrap(TracingLogger::<PathOnlyRootSpan>::new())
+            .wrap(middleware::from_fn(routes::metrics::request_duration))
             .app_data(state.clone())
             .app_data(mcp.clone())
             .app_data(own_origins.clone())
@@ -349,6 +362,10 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
             crate::http::own_origins::refuse_foreign_writes,
         )))
         .route("/mcp", web::to(crate::mcp::transport::mcp))
+        .route(
+            crate::mcp::face::READ_ONLY_PATH,
+            web::to(crate::mcp::transport::mcp),
+        )
         .default_service(web::to(routes::not_found));
 }
 

@@ -76,6 +76,18 @@ pub async fn publish(
     state: &AppState,
     caller: &Caller,
     input: CreatePage,
+    conditions: Conditions,
+) -> Result<Written<Created>, ApiError> {
+    let written = publish_page(state, caller, input, conditions).await;
+    count_write(state, "publish", &written);
+    written
+}
+
+/// [`publish`], uncounted.
+async fn publish_page(
+    state: &AppState,
+    caller: &Caller,
+    input: CreatePage,
     _conditions: Conditions,
 ) -> Result<Written<Created>, ApiError> {
     let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
@@ -192,6 +204,19 @@ pub async fn update(
     input: UpdatePage,
     conditions: Conditions,
 ) -> Result<Written<Updated>, ApiError> {
+    let written = update_page(state, caller, target, input, conditions).await;
+    count_write(state, "update", &written);
+    written
+}
+
+/// [`update`], uncounted.
+async fn update_page(
+    state: &AppState,
+    caller: &Caller,
+    target: Target<'_>,
+    input: UpdatePage,
+    conditions: Conditions,
+) -> Result<Written<Updated>, ApiError> {
     let slug = path_slug(target.slug)?;
     if input.title.is_none() && input.body.is_none() {
         return Err(ApiError::validation("title", "give title, body or both"));
@@ -223,7 +248,9 @@ pub async fn archive(
     target: Target<'_>,
     conditions: Conditions,
 ) -> Result<Written<StateChanged>, ApiError> {
-    change_state(state, caller, target, conditions, StateChange::Archive).await
+    let written = change_state(state, caller, target, conditions, StateChange::Archive).await;
+    count_write(state, "archive", &written);
+    written
 }
 
 /// Claims the page `target` names, for `caller`; errors as
@@ -234,7 +261,16 @@ pub async fn claim(
     target: Target<'_>,
     conditions: Conditions,
 ) -> Result<Written<StateChanged>, ApiError> {
-    change_state(state, caller, target, conditions, StateChange::Claim).await
+    let written = change_state(state, caller, target, conditions, StateChange::Claim).await;
+    count_write(state, "claim", &written);
+    written
+}
+
+/// Counts a page write `operation` in `agent_pages_page_writes_total`: `ok`, or the
+/// kind of problem that refused it.
+fn count_write<T>(state: &AppState, operation: &str, written: &Result<T, ApiError>) {
+    let refused = written.as_ref().err().map(|e| e.kind().problem_type);
+    state.metrics.count_page_write(operation, refused);
 }
 
 /// Archive or claim: the slug, then the publish budget, then the PIN check, then

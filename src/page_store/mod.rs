@@ -222,6 +222,9 @@ pub struct PageStore {
     backend: Arc<dyn PageBackend>,
     /// `true` while the store answers (or has not failed yet); shared by clones.
     up: Arc<AtomicBool>,
+    /// Where each call is counted and timed, once start-up has set it
+    /// (`agent_pages_page_store_calls_total`); shared by clones.
+    calls: crate::metrics::StoreCallsSlot,
     /// Versions kept per page (`PAGE_HISTORY_VERSIONS`).
     history_versions: i64,
 }
@@ -232,6 +235,7 @@ impl PageStore {
         Self {
             backend: Arc::new(backend),
             up: Arc::new(AtomicBool::new(true)),
+            calls: Default::default(),
             history_versions: history::DEFAULT_HISTORY_VERSIONS,
         }
     }
@@ -255,9 +259,45 @@ impl PageStore {
         }
     }
 
+    /// Counts and times every call (its clones' too) in `calls` from now on.
+    pub fn count_calls_in(&self, calls: crate::metrics::StoreCalls) {
+        self.calls.set(calls);
+    }
+
+    /// Awaits `call`, then [`PageStore::observe`]s its result with its time.
+    async fn timed<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, PageStoreError>>,
+    ) -> Result<T, PageStoreError> {
+        let started = std::time::Instant::now();
+        let result = call.await;
+        self.observe_timed(result, Some(started.elapsed()))
+    }
+
     /// Notes the result of a call: the first [`PageStoreError::Unavailable`] after
-    /// an answer logs a warning, the first answer after one logs the recovery.
+    /// an answer logs a warning, the first answer after one logs the recovery; and
+    /// counts it (`agent_pages_page_store_calls_total`, without a time). For a
+    /// result awaited elsewhere; a call made here goes through [`PageStore::timed`].
+    #[allow(dead_code)]
     fn observe<T>(&self, result: Result<T, PageStoreError>) -> Result<T, PageStoreError> {
+        self.observe_timed(result, None)
+    }
+
+    /// [`PageStore::observe`], with the call's time when it was measured.
+    fn observe_timed<T>(
+        &self,
+        result: Result<T, PageStoreError>,
+        took: Option<std::time::Duration>,
+    ) -> Result<T, PageStoreError> {
+        use crate::metrics::CallResult;
+        self.calls.record(
+            match &result {
+                Ok(_) => CallResult::Ok,
+                Err(PageStoreError::Busy(_)) => CallResult::Busy,
+                Err(_) => CallResult::Failed,
+            },
+            took,
+        );
         match &result {
             Err(PageStoreError::Unavailable(e)) => {
                 if self.up.swap(false, Ordering::SeqCst) {
@@ -295,7 +335,7 @@ impl PageStore {
         pin_hash: Option<String>,
         now: i64,
     ) -> Result<Result<Created, CreateRefused>, PageStoreError> {
-        self.observe(self.backend.create(page, pin_hash, now).await)
+        self.timed(self.backend.create(page, pin_hash, now)).await
     }
 
     /// [`PageBackend::update`], whatever version the page is at.
@@ -321,7 +361,8 @@ impl PageStore {
         expected: Option<i64>,
     ) -> Result<Result<i64, VersionMismatch>, PageStoreError> {
         let terms = self.terms(expected);
-        self.observe(self.backend.update(id, title, body, now, terms).await)
+        self.timed(self.backend.update(id, title, body, now, terms))
+            .await
     }
 
     /// [`PageBackend::change_state`], whatever version the page is at.
@@ -345,7 +386,8 @@ impl PageStore {
         expected: Option<i64>,
     ) -> Result<Result<PageState, VersionMismatch>, PageStoreError> {
         let terms = self.terms(expected);
-        self.observe(self.backend.change_state(id, change, now, terms).await)
+        self.timed(self.backend.change_state(id, change, now, terms))
+            .await
     }
 
     /// [`PageBackend::restore`], expecting the page at `expected` when given.
@@ -357,7 +399,8 @@ impl PageStore {
         expected: Option<i64>,
     ) -> Result<Restored, PageStoreError> {
         let terms = self.terms(expected);
-        self.observe(self.backend.restore(id, version, now, terms).await)
+        self.timed(self.backend.restore(id, version, now, terms))
+            .await
     }
 
     /// [`PageBackend::versions`].
@@ -367,7 +410,7 @@ impl PageStore {
         offset: i64,
         limit: i64,
     ) -> Result<VersionList, PageStoreError> {
-        self.observe(self.backend.versions(id, offset, limit).await)
+        self.timed(self.backend.versions(id, offset, limit)).await
     }
 
     /// [`PageBackend::version`]: version `version` of page `id`.
@@ -376,7 +419,7 @@ impl PageStore {
         id: i64,
         version: i64,
     ) -> Result<Option<PageVersion>, PageStoreError> {
-        self.observe(self.backend.version(id, version, false).await)
+        self.timed(self.backend.version(id, version, false)).await
     }
 
     /// [`PageBackend::version`]: the newest kept version of page `id` older than
@@ -386,27 +429,27 @@ impl PageStore {
         id: i64,
         version: i64,
     ) -> Result<Option<PageVersion>, PageStoreError> {
-        self.observe(self.backend.version(id, version, true).await)
+        self.timed(self.backend.version(id, version, true)).await
     }
 
     /// [`PageBackend::page`].
     pub async fn page(&self, slug: &str) -> Result<Option<Page>, PageStoreError> {
-        self.observe(self.backend.page(slug.to_owned()).await)
+        self.timed(self.backend.page(slug.to_owned())).await
     }
 
     /// [`PageBackend::ledger`].
     pub async fn ledger(&self, offset: i64, limit: i64) -> Result<LedgerPage, PageStoreError> {
-        self.observe(self.backend.ledger(offset, limit).await)
+        self.timed(self.backend.ledger(offset, limit)).await
     }
 
     /// [`PageBackend::pin_record`].
     pub async fn pin_record(&self, slug: &str) -> Result<Option<PinRecord>, PageStoreError> {
-        self.observe(self.backend.pin_record(slug.to_owned()).await)
+        self.timed(self.backend.pin_record(slug.to_owned())).await
     }
 
     /// [`PageBackend::generation`].
     pub async fn generation(&self) -> Result<i64, PageStoreError> {
-        self.observe(self.backend.generation().await)
+        self.timed(self.backend.generation()).await
     }
 
     /// [`PageBackend::epoch`].
@@ -416,12 +459,12 @@ impl PageStore {
 
     /// [`PageBackend::candidates`].
     pub async fn candidates(&self) -> Result<(i64, Vec<Candidate>), PageStoreError> {
-        self.observe(self.backend.candidates().await)
+        self.timed(self.backend.candidates()).await
     }
 
     /// [`PageBackend::each_candidate`].
     pub async fn each_candidate(&self, each: CandidateSink) -> Result<i64, PageStoreError> {
-        self.observe(self.backend.each_candidate(each).await)
+        self.timed(self.backend.each_candidate(each)).await
     }
 
     /// [`PageBackend::changes_since`].
@@ -429,17 +472,17 @@ impl PageStore {
         &self,
         since: i64,
     ) -> Result<Option<(i64, ChangedPages)>, PageStoreError> {
-        self.observe(self.backend.changes_since(since).await)
+        self.timed(self.backend.changes_since(since)).await
     }
 
     /// [`PageBackend::compact_changes`].
     pub async fn compact_changes(&self, keep: i64) -> Result<usize, PageStoreError> {
-        self.observe(self.backend.compact_changes(keep).await)
+        self.timed(self.backend.compact_changes(keep)).await
     }
 
     /// [`PageBackend::count_all`].
     pub async fn count_all(&self) -> Result<i64, PageStoreError> {
-        self.observe(self.backend.count_all().await)
+        self.timed(self.backend.count_all()).await
     }
 
     /// [`PageBackend::import`].
@@ -448,7 +491,8 @@ impl PageStore {
         pages: Vec<ImportPage>,
         now: i64,
     ) -> Result<ImportCounts, PageStoreError> {
-        self.observe(self.backend.import(pages, now, self.history_versions).await)
+        self.timed(self.backend.import(pages, now, self.history_versions))
+            .await
     }
 
     /// [`PageBackend::check_ready`].

@@ -185,6 +185,15 @@ async fn copy_in(sqlite: &Connection, pg: &Pg) -> Result<Copied, CopyError> {
             copied.pages
         )));
     }
+    // Another history (Issue 31 §1): a replica that followed this database while
+    // it was empty rebuilds in full rather than following the copy's generations.
+    tx.execute(
+        "UPDATE corpus_history SET history = gen_random_uuid(),
+                created_at = extract(epoch FROM now())::bigint
+         WHERE id = 1",
+        &[],
+    )
+    .await?;
     tx.commit().await?;
     Ok(copied)
 }

@@ -27,7 +27,7 @@ use super::{
     StoreFuture, VersionList, VersionMismatch, WriteTerms,
 };
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
-use crate::pg::{Call, CallError, Epoch, Pg, PgError, PgSettings};
+use crate::pg::{Call, CallError, Epoch, LastRead, Pg, PgError, PgSettings};
 
 const CANDIDATE: &str = "lifecycle = 'active' AND claimed_at IS NULL";
 
@@ -118,6 +118,7 @@ async fn read_generations(
     epoch: Epoch,
     mut waiting: mpsc::UnboundedReceiver<oneshot::Sender<Result<i64, PgError>>>,
 ) {
+    let mut last = LastRead::default();
     while let Some(first) = waiting.recv().await {
         let mut batch = vec![first];
         while let Ok(next) = waiting.try_recv() {
@@ -127,8 +128,8 @@ async fn read_generations(
         if batch.is_empty() {
             continue;
         }
-        let read = read_generation(&pg).await.map(|(generation, started)| {
-            epoch.saw(started);
+        let read = read_generation(&pg).await.map(|(generation, history)| {
+            epoch.saw(&mut last, history, generation);
             generation
         });
         for waiter in batch {
@@ -143,7 +144,7 @@ async fn read_generations(
 /// the call answers unavailable instead (the next one connects afresh, to a
 /// writable server only).
 ///
-/// Returns the generation and the server's start time (µs, see [`Epoch`]).
+/// Returns the generation and its history (`corpus_epoch()`, see [`Epoch`]).
 pub async fn read_generation(pg: &Pg) -> Result<(i64, i64), PgError> {
     pg.run(|c| {
         Box::pin(async move {
@@ -151,7 +152,7 @@ pub async fn read_generation(pg: &Pg) -> Result<(i64, i64), PgError> {
                 .prepare_cached(
                     "SELECT generation,
                             pg_is_in_recovery() OR current_setting('transaction_read_only')::bool,
-                            (extract(epoch FROM pg_postmaster_start_time()) * 1e6)::bigint
+                            corpus_epoch()
                      FROM corpus_generation WHERE id = 1",
                 )
                 .await?;
@@ -620,9 +621,11 @@ impl PageBackend for PostgresPages {
     fn check_ready(&self) -> BoxFuture<'_, Result<(), String>> {
         async move {
             // What a write needs: a server that assigns transaction ids (a standby
-            // cannot) and does not default to read-only transactions.
+            // cannot) and does not default to read-only transactions. Asked on the
+            // control pool: page calls holding every page connection are a busy
+            // database, not one that is down (Issue 31 §3).
             let checked = self
-                .pg
+                .control
                 .run(|c| {
                     Box::pin(async move {
                         let row = c
@@ -639,6 +642,9 @@ impl PageBackend for PostgresPages {
             match checked {
                 Ok(true) => Ok(()),
                 Ok(false) => Err("the database is read-only".to_owned()),
+                // It answers, slowly: requests get `database-busy`, and taking this
+                // replica out of rotation would move the load, not lift it.
+                Err(PgError::Busy(_)) => Ok(()),
                 Err(PgError::Failed(e)) => {
                     tracing::error!(error = %e, "readiness: database");
                     Err("the database failed".to_owned())

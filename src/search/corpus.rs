@@ -169,6 +169,52 @@ impl Snapshot {
     }
 }
 
+/// How the corpus moved from one snapshot to the next by a known set of changed
+/// pages: what the result cache needs to carry its entries across the move
+/// (`search::cache::carry`), without holding either snapshot.
+#[derive(Debug, Clone)]
+pub struct Move {
+    /// The fingerprint before and after.
+    pub from: Fingerprint,
+    pub to: Fingerprint,
+    /// The number of candidates before and after (word rarity is measured against
+    /// their size class, `rank::size_class`).
+    pub len_from: usize,
+    pub len_to: usize,
+    /// Every title a changed page had before the move or has after it (a page
+    /// new, gone or unchanged in title gives one or two, in any order).
+    pub titles: Vec<String>,
+}
+
+impl Move {
+    /// The move from `before` to `after`, which is `before` with `changes`
+    /// applied ([`Snapshot::apply`]).
+    pub fn of(before: &Snapshot, after: &Snapshot, changes: &[(i64, Option<Candidate>)]) -> Self {
+        let mut titles = Vec::with_capacity(2 * changes.len());
+        for (id, row) in changes {
+            if let Some(old) = before.page(*id) {
+                titles.push(old.title.to_owned());
+            }
+            if let Some(new) = row {
+                if titles.last() != Some(&new.title) {
+                    titles.push(new.title.clone());
+                }
+            }
+        }
+        Self {
+            from: before.fingerprint,
+            to: after.fingerprint,
+            len_from: before.len(),
+            len_to: after.len(),
+            titles,
+        }
+    }
+}
+
+/// Changed pages at most for which a move is told to the observer set with
+/// [`Corpus::on_move`] (a longer batch, an import, leaves the cache to refill).
+pub const MOVE_MAX_CHANGES: usize = 64;
+
 /// Builds a [`Snapshot`] one candidate at a time, as the rows are read: the
 /// whole table is never held as `Candidate`s (at a million pages those were
 /// twice the snapshot's own size).
@@ -302,6 +348,7 @@ impl SnapshotBuilder {
 /// Changes applied on the calling (async) thread; a longer batch is applied on a
 /// blocking thread.
 const INLINE_CHANGES: usize = 64;
+const _: () = assert!(MOVE_MAX_CHANGES <= INLINE_CHANGES);
 
 /// The current snapshot and how to refresh it.
 pub struct Corpus {
@@ -311,11 +358,17 @@ pub struct Corpus {
     /// in: generations of another history say nothing about it (a restored backup,
     /// a failover that lost commits), so a different one means a full reload.
     epoch: std::sync::atomic::AtomicU64,
+    /// How many times the history changed under a snapshot of this process (mixed
+    /// into every fingerprint built after, see [`Corpus::current`]).
+    histories: std::sync::atomic::AtomicU64,
     current: RwLock<Arc<Snapshot>>,
     /// Held while the snapshot is rebuilt or updated.
     rebuild: tokio::sync::Mutex<()>,
     /// Counts [`Corpus::current`] calls (candidate fetches of searches).
     fetches: IntCounter,
+    /// Told of every move by at most [`MOVE_MAX_CHANGES`] changed pages, before
+    /// the new snapshot is published (see [`Corpus::on_move`]).
+    on_move: std::sync::OnceLock<Box<dyn Fn(Move) + Send + Sync>>,
 }
 
 impl Corpus {
@@ -325,10 +378,21 @@ impl Corpus {
         Self {
             store,
             epoch: std::sync::atomic::AtomicU64::new(u64::MAX),
+            histories: std::sync::atomic::AtomicU64::new(0),
             current: RwLock::new(Arc::new(Snapshot::build(-1, Vec::new()))),
             rebuild: tokio::sync::Mutex::new(()),
             fetches,
+            on_move: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets what is told of each move of the snapshot by a known set of at most
+    /// [`MOVE_MAX_CHANGES`] changed pages (the result cache carries its entries
+    /// across it). Called before the new snapshot is published, under the rebuild
+    /// lock, so it sees the moves one at a time and in order; it must not block.
+    /// A second call is ignored.
+    pub fn on_move(&self, observer: impl Fn(Move) + Send + Sync + 'static) {
+        let _ = self.on_move.set(Box::new(observer));
     }
 
     /// Builds the snapshot ahead of the first search; not counted as a fetch.
@@ -353,27 +417,49 @@ impl Corpus {
             None => self.store.generation().await?,
         };
         // Read after the generation, which it belongs to.
-        let epoch = self.store.epoch();
-        let same_history = || self.epoch.load(Ordering::Acquire) == epoch;
-        if same_history() {
-            if let Some(s) = self.at_least(generation) {
+        let mut epoch = self.store.epoch();
+        let same_history = |epoch: u64| self.epoch.load(Ordering::Acquire) == epoch;
+        if same_history(epoch) {
+            if let Some(s) = self.exactly(generation) {
                 return Ok(s);
             }
         }
         // One rebuild at a time; the others find its result when they get the lock.
         let _guard = self.rebuild.lock().await;
-        if same_history() {
-            if let Some(s) = self.at_least(generation) {
-                return Ok(s);
-            }
-        }
         let base = self.peek();
+        let mut generation = generation;
+        if same_history(epoch) && base.generation > generation {
+            // Behind the snapshot: a read that raced the one the snapshot came from,
+            // or a history that went back (Issue 31 §1). A read that starts now
+            // tells which: within one history it is at least the snapshot's.
+            generation = self.store.generation().await?;
+            epoch = self.store.epoch();
+        }
+        if same_history(epoch) && base.generation == generation {
+            return Ok(base);
+        }
         let since = base.generation;
-        let changed = if since >= 0 && same_history() {
+        // Generations of another history, or lower than the snapshot's, say nothing
+        // about what changed since it: a full rebuild.
+        let new_history = since >= 0 && (!same_history(epoch) || generation < since);
+        let changed = if since >= 0 && !new_history {
             self.store.changes_since(since).await?
         } else {
             None
         };
+        if new_history {
+            // Ids and versions may repeat in the new history (a restored identity
+            // gives the removed pages' ids again), so the fingerprint of the
+            // rebuilt snapshot carries how many histories this process has seen:
+            // no cached answer of an earlier one is found under it.
+            self.histories.fetch_add(1, Ordering::AcqRel);
+            tracing::warn!(
+                generation,
+                since,
+                "the page store's history changed: rebuilding the candidate snapshot in full"
+            );
+        }
+        let histories = self.histories.load(Ordering::Acquire);
         let snapshot = match changed {
             Some((generation, changes)) => {
                 let started = std::time::Instant::now();
@@ -382,7 +468,13 @@ impl Corpus {
                 // import by another process) is CPU work for off the async
                 // worker, which serves other requests meanwhile.
                 let snapshot = if n <= INLINE_CHANGES {
-                    Arc::new(base.apply(generation, &changes))
+                    let snapshot = Arc::new(base.apply(generation, &changes));
+                    if n <= MOVE_MAX_CHANGES {
+                        if let Some(observer) = self.on_move.get() {
+                            observer(Move::of(&base, &snapshot, &changes));
+                        }
+                    }
+                    snapshot
                 } else {
                     tokio::task::spawn_blocking(move || Arc::new(base.apply(generation, &changes)))
                         .await
@@ -419,9 +511,16 @@ impl Corpus {
                 // CPU work (the index's last steps): off the async worker, on a
                 // thread that ends with it, so its scratch goes back to the system.
                 let snapshot = tokio::task::spawn_blocking(move || {
-                    std::thread::spawn(move || Arc::new(builder.finish(generation)))
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    std::thread::spawn(move || {
+                        let mut snapshot = builder.finish(generation);
+                        if histories > 0 {
+                            // Ids are positive: no page's pair.
+                            snapshot.fingerprint.add_pair(-1, histories as i64);
+                        }
+                        Arc::new(snapshot)
+                    })
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
                 })
                 .await
                 .map_err(|e| PageStoreError::Failed(format!("building the snapshot: {e}")))?;
@@ -442,14 +541,15 @@ impl Corpus {
         Ok(snapshot)
     }
 
+    /// The snapshot held now if it is at `generation`.
+    fn exactly(&self, generation: i64) -> Option<Arc<Snapshot>> {
+        let s = self.current.read().expect("snapshot lock poisoned");
+        (s.generation == generation).then(|| s.clone())
+    }
+
     /// The snapshot held now, without reading the database (for metrics).
     pub fn peek(&self) -> Arc<Snapshot> {
         self.current.read().expect("snapshot lock poisoned").clone()
-    }
-
-    fn at_least(&self, generation: i64) -> Option<Arc<Snapshot>> {
-        let s = self.current.read().expect("snapshot lock poisoned");
-        (s.generation >= generation).then(|| s.clone())
     }
 }
 

@@ -44,6 +44,7 @@ mod select;
 pub use highlight::{highlight, marks, Marks};
 pub use index::{IndexBuilder, RankIndex};
 use lookup::QueryWord;
+pub use score::size_class;
 
 /// One ranked row: page id and score in 0.0..=100.0 (higher is better).
 #[derive(Debug, Clone, Copy, PartialEq)]

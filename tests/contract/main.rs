@@ -54,3 +54,4 @@ mod backends;
 mod budget;
 mod page_history;
 mod page_store;
+mod search_carry;

@@ -4,6 +4,7 @@
 mod admission;
 mod budget;
 mod cache;
+mod carry;
 mod coalescing;
 mod consistency;
 #[path = "../common/mod.rs"]

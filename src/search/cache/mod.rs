@@ -33,6 +33,7 @@
 //! waiters); a leader's permit moves into the flight and is dropped when the scoring
 //! ends, however it ends.
 
+pub mod carry;
 mod entry;
 pub mod view;
 
@@ -46,7 +47,7 @@ use hashlink::LruCache;
 use prometheus::Histogram;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
-use crate::search::corpus::Snapshot;
+use crate::search::corpus::{Move, Snapshot};
 use crate::search::scorer::ScorerPool;
 use view::{CacheView, Published};
 
@@ -115,6 +116,28 @@ pub struct ApplyTouches;
 
 impl Message for ApplyTouches {
     type Result = ();
+}
+
+/// The corpus moved by a known set of changed pages (sent by the corpus before it
+/// publishes the new snapshot, so every lookup of the new fingerprint comes
+/// after it): the entries of the old fingerprint that the move cannot affect
+/// are carried to the new one, the others checked are dropped (see [`carry`]).
+pub struct Carry(pub Move);
+
+/// What one [`Carry`] did, in entries of the old fingerprint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Carried {
+    /// Checked and moved to the new fingerprint.
+    pub carried: usize,
+    /// Checked and found affected: evicted.
+    pub dropped: usize,
+    /// Seen past the check budget ([`carry::CARRY_CHECKS`]): left under the old
+    /// fingerprint, unreachable, to leave by the LRU order.
+    pub unchecked: usize,
+}
+
+impl Message for Carry {
+    type Result = Carried;
 }
 
 /// Evict least recently used entries until the bytes held are under the bound
@@ -233,6 +256,71 @@ impl Cache {
         });
     }
 
+    /// Carries the entries of `moved.from` that the move cannot affect to
+    /// `moved.to` and evicts the others checked (most recently used first, at
+    /// most [`carry::CARRY_CHECKS`], among at most [`carry::CARRY_SCAN`] entries
+    /// looked at). The checks run outside the view's lock; only the re-keying
+    /// takes it, once. A carried entry keeps its id, its place in the LRU order
+    /// and its bytes (the key's text is moved, not copied).
+    fn carry(&mut self, moved: &Move) -> Carried {
+        let mut done = Carried::default();
+        if moved.from == moved.to {
+            return done;
+        }
+        // Uses logged so far count: the most recently used are checked first.
+        self.apply_touches();
+        let probe = carry::Probe::new(moved);
+        let mut keep = Vec::new();
+        let mut drop = Vec::new();
+        for (&id, key) in self.lru.iter().rev().take(carry::CARRY_SCAN) {
+            if key.fingerprint != moved.from {
+                continue;
+            }
+            if keep.len() + drop.len() == carry::CARRY_CHECKS {
+                done.unchecked += 1;
+            } else if probe.unaffected(&key.match_copy) {
+                keep.push(id);
+            } else {
+                drop.push(id);
+            }
+        }
+        let lru = &mut self.lru;
+        self.view.update(|entries, touches| {
+            // Order does not matter here: nothing is evicted by recency.
+            for used in touches {
+                lru.get(&used);
+            }
+            for id in drop {
+                if let Some(key) = lru.remove(&id) {
+                    if let Some(gone) = entries.remove(&key) {
+                        gone.entry.release();
+                    }
+                    done.dropped += 1;
+                }
+            }
+            for id in keep {
+                let Some(key) = lru.peek_mut(&id) else {
+                    continue;
+                };
+                let Some((mut published_key, published)) = entries.remove_entry(&*key) else {
+                    continue;
+                };
+                key.fingerprint = moved.to;
+                published_key.fingerprint = moved.to;
+                if entries.contains_key(&published_key) {
+                    // Scored over the new snapshot already: that one stays.
+                    lru.remove(&id);
+                    published.entry.release();
+                    done.dropped += 1;
+                    continue;
+                }
+                entries.insert(published_key, published);
+                done.carried += 1;
+            }
+        });
+        done
+    }
+
     /// A flight ended: store a success in the LRU, tell every waiter, forget the key.
     fn finish(&mut self, key: CacheKey, outcome: FlightOutcome) {
         if let Ok(entry) = &outcome {
@@ -345,6 +433,14 @@ impl Handler<ApplyTouches> for Cache {
 
     fn handle(&mut self, _: ApplyTouches, _: &mut Self::Context) {
         self.apply_touches();
+    }
+}
+
+impl Handler<Carry> for Cache {
+    type Result = MessageResult<Carry>;
+
+    fn handle(&mut self, msg: Carry, _: &mut Self::Context) -> Self::Result {
+        MessageResult(self.carry(&msg.0))
     }
 }
 

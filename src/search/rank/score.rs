@@ -47,17 +47,43 @@ pub(super) const RARE_SHARE: f32 = 0.01;
 /// The weight of a word found in every title.
 pub(super) const MIN_WEIGHT: f32 = 0.1;
 
+/// Significant binary digits of the corpus size that word rarity is measured
+/// against (see [`size_class`]).
+pub const SIZE_CLASS_BITS: u32 = 6;
+
+/// The corpus size word rarity is measured against for a corpus of `n` titles:
+/// `n` with all but its [`SIZE_CLASS_BITS`] leading binary digits cleared (so
+/// `n` itself below 64, then classes 1/32 to 1/64 of `n` wide: 2,048 titles
+/// wide at 100,000, 16,384 at a million), at most 3.2% below `n`.
+///
+/// Why: a create or an archive anywhere changes `n`, and with it the weight of
+/// every common word, hence the score of every cached result holding one. Measured
+/// against the class, a write that matches none of a query's words leaves its
+/// weights, and so its result, exactly as they were until the class moves (once
+/// in 2,048 creates at 100,000 titles). This is what lets the result cache carry
+/// entries across writes (docs/spec.md, "The cache survives writes"). Within a
+/// class the weights are those of a corpus up to 3.2% smaller.
+pub fn size_class(n: usize) -> usize {
+    let bits = usize::BITS - n.leading_zeros();
+    if bits <= SIZE_CLASS_BITS {
+        return n;
+    }
+    let cleared = bits - SIZE_CLASS_BITS;
+    n >> cleared << cleared
+}
+
 /// Weight in `MIN_WEIGHT..=1.0` of a query word that matched `df` of `n` titles
 /// (through any of its matches: typos, prefixes, splits, joins): BM25's inverse
-/// document frequency `idf(df) = ln(1 + (n − df + ½) / (df + ½))` over
-/// `idf(max(1, RARE_SHARE · n))`, to the power [`RARITY`]. A word that matched
-/// nothing weighs 1.0. Computed per query from the postings, so it is exact for
-/// any index state (nothing corpus-wide is stored).
+/// document frequency `idf(df) = ln(1 + (N − df + ½) / (df + ½))` over
+/// `idf(max(1, RARE_SHARE · N))`, to the power [`RARITY`], where `N` is the
+/// corpus size class ([`size_class`] of `n`, never below `df`). A word that
+/// matched nothing weighs 1.0. Computed per query from the postings, so it is
+/// exact for any index state (nothing corpus-wide is stored).
 pub(super) fn weight(df: usize, n: usize) -> f32 {
     if df == 0 || n <= 1 {
         return 1.0;
     }
-    let n = n as f32;
+    let n = size_class(n).max(df) as f32;
     let idf = |df: f32| (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
     let reference = (RARE_SHARE * n).max(1.0);
     (idf(df as f32) / idf(reference))

@@ -1,0 +1,320 @@
+//! The carry rule: which cached results stay exact when the corpus moves by a
+//! known set of changed pages, so that the Cache actor moves them to the new
+//! fingerprint instead of letting every write empty the cache for every query
+//! (docs/spec.md, "The cache survives writes it cannot affect").
+//!
+//! A result of query `q` scored over snapshot `S` equals the scoring of `q` over
+//! `S'` (= `S` with pages `P` changed) when
+//!
+//! 1. no title any page of `P` had in `S` or has in `S'` matches `q` (matching is
+//!    a property of one title and the query alone: its words against the query
+//!    words by the typo, prefix, split and join rules, never the rest of the
+//!    corpus). Then every title that matches `q` in either snapshot is the same
+//!    page at the same version with the same title in both, so the rows'
+//!    candidates, the `total`, and each query word's document frequency (the
+//!    titles it matched) are unchanged; and
+//! 2. the corpus size class word rarity is measured against
+//!    ([`rank::size_class`]) is the same in both. With the document frequencies,
+//!    that fixes every query word's weight, hence the best reachable score that
+//!    maps raw scores to 0–100, hence every row's score and the rank order
+//!    (score, then the title's word count, then the page id: all per title).
+//!
+//! Both conditions are checked without the corpus: (2) from the two sizes, (1) by
+//! ranking `q` over a throwaway index of the changed titles alone ([`Probe`]),
+//! which matches exactly the titles the full index would match, since a
+//! title's own words are in any lexicon holding it. The cost is therefore per
+//! write and per checked entry, not per corpus title: microseconds for one
+//! entry and a write of one page (see [`CARRY_CHECKS`] for the bound).
+
+use crate::search::corpus::Move;
+use crate::search::rank::{self, RankIndex};
+
+/// Entries checked per move at most, most recently used first; the entries of
+/// the old fingerprint past them are not carried (they can no longer be found,
+/// and leave by the LRU order, as every entry did before carrying).
+pub const CARRY_CHECKS: usize = 512;
+
+/// Entries the actor looks at per move at most while it looks for the entries
+/// of the old fingerprint (the others belong to older snapshots and wait for
+/// eviction): a bound on the scan at the entry bound.
+pub const CARRY_SCAN: usize = 4 * CARRY_CHECKS;
+
+/// The check of one move, built once and asked for each entry.
+pub struct Probe {
+    /// Condition (2): the rarity size class did not move.
+    same_class: bool,
+    /// The changed pages' titles, before and after, as an index of their own.
+    titles: RankIndex,
+}
+
+impl Probe {
+    /// The check for `moved`: cost proportional to its titles' words.
+    pub fn new(moved: &Move) -> Self {
+        let same_class = rank::size_class(moved.len_from) == rank::size_class(moved.len_to);
+        let titles = if same_class {
+            RankIndex::build(
+                moved
+                    .titles
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (i as i64, t.as_str())),
+            )
+        } else {
+            RankIndex::default()
+        };
+        Self { same_class, titles }
+    }
+
+    /// Whether the result of `query` (a match copy) over the snapshot before the
+    /// move is exactly its result over the snapshot after it (see the module
+    /// docs); false when it cannot be shown.
+    pub fn unaffected(&self, query: &str) -> bool {
+        self.same_class && rank::rank(&self.titles, query, 0).total == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page_store::Candidate;
+    use crate::search::corpus::{Fingerprint, Snapshot};
+    use crate::search::normalize::normalize;
+    use crate::search::rank::SearchResult;
+    use std::collections::{BTreeMap, HashMap};
+
+    fn page(id: i64, version: i64, title: &str) -> Candidate {
+        Candidate {
+            id,
+            version,
+            slug: format!("p{id}"),
+            title: title.to_owned(),
+            updated_at: 0,
+        }
+    }
+
+    /// A small deterministic generator (the tests must not depend on a seed
+    /// chosen at run time).
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 33) as usize) % n.max(1)
+        }
+    }
+
+    /// Words with typo and prefix neighbours among themselves, so that changed
+    /// titles often match some query in a way other than the plain word, and
+    /// common ones, so that rarity weights are below 1.
+    const VOCAB: &[&str] = &[
+        "data",
+        "date",
+        "tool",
+        "tools",
+        "for",
+        "the",
+        "library",
+        "librar",
+        "parser",
+        "parse",
+        "json",
+        "jsno",
+        "fast",
+        "a",
+        "http",
+        "client",
+        "server",
+        "rest",
+        "arcade",
+        "games",
+        "arcadegames",
+        "frame",
+        "work",
+        "framework",
+        "react",
+        "component",
+        "kube",
+        "vim",
+    ];
+
+    const QUERIES: &[&str] = &[
+        "data tool",
+        "json parsre",
+        "the for a",
+        "http clinet libr",
+        "fast",
+        "arcadegames",
+        "frame work",
+        "react comp",
+        "rest server",
+        "kube",
+        "vim improved",
+        "games",
+        "parser",
+        "tools for",
+    ];
+
+    fn title(rng: &mut Lcg) -> String {
+        let n = 1 + rng.below(5);
+        (0..n)
+            .map(|_| VOCAB[rng.below(VOCAB.len())])
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn scored(s: &Snapshot, q: &str) -> SearchResult {
+        rank::rank(&s.index, &normalize(q), 30)
+    }
+
+    /// What one write does to the candidates, as the page store's change log
+    /// tells it: a create, a retitle, a body edit or a claim (a new version with
+    /// the same title), or an archive (no longer a candidate).
+    fn random_changes(
+        rng: &mut Lcg,
+        now: &BTreeMap<i64, Candidate>,
+        next_id: &mut i64,
+    ) -> Vec<(i64, Option<Candidate>)> {
+        let ids: Vec<i64> = now.keys().copied().collect();
+        let pick = |rng: &mut Lcg| ids[rng.below(ids.len())];
+        let writes = 1 + rng.below(3);
+        let mut changes = Vec::new();
+        for _ in 0..writes {
+            match rng.below(10) {
+                0..=2 => {
+                    *next_id += 1;
+                    changes.push((*next_id, Some(page(*next_id, 1, &title(rng)))));
+                }
+                3..=5 if !ids.is_empty() => {
+                    let id = pick(rng);
+                    let old = &now[&id];
+                    changes.push((id, Some(page(id, old.version + 1, &title(rng)))));
+                }
+                6 | 7 if !ids.is_empty() => {
+                    let id = pick(rng);
+                    let old = &now[&id];
+                    changes.push((id, Some(page(id, old.version + 1, &old.title))));
+                }
+                _ if !ids.is_empty() => changes.push((pick(rng), None)),
+                _ => {}
+            }
+        }
+        // The change log gives each page once, as it is now.
+        let mut last: BTreeMap<i64, Option<Candidate>> = BTreeMap::new();
+        for (id, row) in changes {
+            last.insert(id, row);
+        }
+        last.into_iter().collect()
+    }
+
+    /// The property: through random creates, retitles, claims and archives, a
+    /// cache that carries what the rule allows holds, for every query, either
+    /// nothing for the current fingerprint or exactly a cold scoring over the
+    /// current snapshot; and the rule does carry (it is no rule that never does).
+    #[test]
+    fn every_carried_result_equals_a_cold_scoring_of_the_same_snapshot() {
+        let mut carried = 0usize;
+        let mut dropped = 0usize;
+        let mut checks = 0usize;
+        for seed in 0..12u64 {
+            let mut rng = Lcg(0x9e37_79b9 ^ seed);
+            // Sizes on both sides of a size class boundary and inside wide classes.
+            let start = [20, 63, 64, 100, 130, 300][seed as usize % 6];
+            let mut now: BTreeMap<i64, Candidate> = (1..=start)
+                .map(|id| (id, page(id, 1, &title(&mut rng))))
+                .collect();
+            let mut next_id = start;
+            let mut snapshot = Snapshot::build(1, now.values().cloned().collect());
+            // The cache: per query, the fingerprint it is keyed by and the result.
+            let mut cache: HashMap<&str, (Fingerprint, SearchResult)> = QUERIES
+                .iter()
+                .map(|q| (*q, (snapshot.fingerprint, scored(&snapshot, q))))
+                .collect();
+            for step in 0..60 {
+                let changes = random_changes(&mut rng, &now, &mut next_id);
+                let after = snapshot.apply(step + 2, &changes);
+                let probe = Probe::new(&Move::of(&snapshot, &after, &changes));
+                for (id, row) in &changes {
+                    match row {
+                        Some(row) => now.insert(*id, row.clone()),
+                        None => now.remove(id),
+                    };
+                }
+                let cold = Snapshot::build(step + 2, now.values().cloned().collect());
+                assert_eq!(after.fingerprint, cold.fingerprint);
+                for q in QUERIES {
+                    let (fingerprint, result) = cache.get_mut(q).unwrap();
+                    if *fingerprint != snapshot.fingerprint {
+                        continue;
+                    }
+                    checks += 1;
+                    if probe.unaffected(&normalize(q)) {
+                        *fingerprint = after.fingerprint;
+                        carried += 1;
+                        assert_eq!(
+                            *result,
+                            scored(&cold, q),
+                            "seed {seed} step {step}: {q:?} carried across {changes:?}"
+                        );
+                    } else {
+                        dropped += 1;
+                    }
+                }
+                // Dropped entries are scored again, as a miss would.
+                for q in QUERIES {
+                    let entry = cache.get_mut(q).unwrap();
+                    if entry.0 != after.fingerprint {
+                        *entry = (after.fingerprint, scored(&after, q));
+                    }
+                }
+                snapshot = after;
+            }
+        }
+        assert!(checks > 5_000, "{checks}");
+        assert!(carried > checks / 4, "carried {carried} of {checks}");
+        assert!(dropped > checks / 10, "dropped {dropped} of {checks}");
+    }
+
+    #[test]
+    fn a_changed_title_that_matches_only_by_a_typo_a_prefix_or_a_join_drops_the_entry() {
+        let before = Snapshot::build(
+            1,
+            vec![page(1, 1, "vim editor"), page(2, 1, "emacs editor")],
+        );
+        for (title, query) in [
+            ("kubrenetes", "kubernetes"),
+            ("kubernetes-operator", "kube"),
+            ("arcade games", "arcadegames"),
+            ("framework", "frame work"),
+            ("vim editor", "vim"),
+        ] {
+            let changes = vec![(1, Some(page(1, 2, title)))];
+            let after = before.apply(2, &changes);
+            let probe = Probe::new(&Move::of(&before, &after, &changes));
+            assert!(
+                !probe.unaffected(&normalize(query)),
+                "{title:?} / {query:?}"
+            );
+            assert!(
+                probe.unaffected("gnu emacs"),
+                "{title:?}: emacs is untouched"
+            );
+        }
+    }
+
+    #[test]
+    fn a_move_to_another_size_class_drops_every_entry() {
+        let pages: Vec<Candidate> = (1..=64).map(|id| page(id, 1, "vim editor")).collect();
+        let before = Snapshot::build(1, pages);
+        let same = vec![(65, Some(page(65, 1, "emacs")))];
+        let after = before.apply(2, &same);
+        assert_eq!(rank::size_class(64), rank::size_class(65));
+        assert!(Probe::new(&Move::of(&before, &after, &same)).unaffected("kube"));
+        let gone = vec![(3, None)];
+        let after = before.apply(2, &gone);
+        assert_ne!(rank::size_class(64), rank::size_class(63));
+        assert!(!Probe::new(&Move::of(&before, &after, &gone)).unaffected("kube"));
+    }
+}
