@@ -55,7 +55,9 @@ enum Command {
         db: DatabaseArgs,
     },
     /// Serve MCP on stdin/stdout, relaying every tool call to a running service's
-    /// `/mcp` (for agents that launch their tools as local processes).
+    /// `/mcp` (for agents that launch their tools as local processes). With
+    /// AGENT_PAGES_PIN set, every request carries that PIN in X-Page-Pin (tools
+    /// called without a pin use it).
     Mcp {
         /// The service's MCP endpoint, e.g. `https://pages.example/mcp` (a URL
         /// without a path gets `/mcp`).
@@ -93,10 +95,12 @@ pub fn main(release_free_memory: fn()) -> ExitCode {
             Ok(settings) => serve(settings, release_free_memory),
             Err(e) => return config_error(&e.to_string()),
         },
-        Command::Import { file, db } => match db.pages() {
-            Ok(pages) => run_import(&file, &pages),
-            Err(e) => return config_error(&e.to_string()),
-        },
+        Command::Import { file, db } => {
+            match db.pages().and_then(|p| Ok((p, db.history_versions()?))) {
+                Ok((pages, keep)) => run_import(&file, &pages, keep),
+                Err(e) => return config_error(&e.to_string()),
+            }
+        }
         Command::Migrate { db, budget_db } => match db.pages() {
             Ok(pages) => migrate(&pages, &budget_db),
             Err(e) => return config_error(&e.to_string()),
@@ -152,9 +156,11 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// Read connections of a SQLite page store a command opens: it reads little.
 const COMMAND_READERS: usize = 1;
 
-fn run_import(file: &std::path::Path, pages: &PagesAt) -> anyhow::Result<()> {
+fn run_import(file: &std::path::Path, pages: &PagesAt, keep: i64) -> anyhow::Result<()> {
     let report = runtime()?.block_on(async {
-        let store = page_store::open(pages, COMMAND_READERS).await?;
+        let store = page_store::open(pages, COMMAND_READERS)
+            .await?
+            .with_history_versions(keep);
         let now = SystemClock.now();
         let report = if file.as_os_str() == "-" {
             import::import_into(&store, std::io::stdin().lock(), None, now).await
@@ -222,12 +228,13 @@ fn copy(args: &DatabaseArgs, pg: &PgSettings) -> anyhow::Result<()> {
     })?;
     println!(
         "copied {} pages from {} to {} ({} with a PIN, {} archived or claimed): ids, slugs, \
-         versions, times and PIN hashes kept",
+         versions, times and PIN hashes kept, and {} versions of page history",
         copied.pages,
         source.display(),
         pg.describe(),
         copied.with_pin,
-        copied.gone
+        copied.gone,
+        copied.versions
     );
     Ok(())
 }

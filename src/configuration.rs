@@ -55,9 +55,25 @@ pub struct DatabaseArgs {
     /// client gives up on a call at 1.5 times this); past it the request is 503.
     #[arg(long, env = "AGENT_PAGES_DATABASE_TIMEOUT_MS", default_value = "2000")]
     pub database_timeout_ms: String,
+    /// Versions of each page kept in its history (1–100000): the write that makes
+    /// a new version deletes the ones older than the newest this many. At the body
+    /// cap (256 KiB) a page's history holds at most this many times that.
+    #[arg(long, env = "PAGE_HISTORY_VERSIONS", default_value = "100")]
+    pub page_history_versions: String,
 }
 
 impl DatabaseArgs {
+    /// `PAGE_HISTORY_VERSIONS`, parsed. Errors: not a whole number from 1 to
+    /// [`crate::page_store::history::MAX_HISTORY_VERSIONS`].
+    pub fn history_versions(&self) -> Result<i64, ConfigError> {
+        number(
+            "PAGE_HISTORY_VERSIONS",
+            &self.page_history_versions,
+            1,
+            crate::page_store::history::MAX_HISTORY_VERSIONS,
+        )
+    }
+
     /// The PostgreSQL settings when `AGENT_PAGES_DATABASE_URL` is set (and not
     /// blank); `None` keeps the pages in the SQLite file.
     ///
@@ -253,6 +269,8 @@ pub struct Settings {
     /// `AGENT_PAGES_PUBLIC_URL`: the service's own origin and the base of absolute
     /// URLs; `None` when unset (or blank).
     pub public_url: Option<PublicUrl>,
+    /// `PAGE_HISTORY_VERSIONS`: versions kept per page.
+    pub history_versions: i64,
     /// The clock budgets are counted with; tests inject a manual one.
     pub clock: Arc<dyn Clock>,
     /// Test-only fault injection: called with the match copy at the start of every
@@ -288,6 +306,7 @@ impl Settings {
             requests: RequestLimits::default(),
             mcp_allowed_origins: AllowedOrigins::default(),
             public_url: None,
+            history_versions: crate::page_store::history::DEFAULT_HISTORY_VERSIONS,
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,
@@ -439,6 +458,7 @@ impl Settings {
                         )
                 })
                 .transpose()?,
+            history_versions: args.db.history_versions()?,
             clock: Arc::new(SystemClock),
             #[cfg(feature = "fault-injection")]
             scoring_hook: None,

@@ -132,20 +132,30 @@ impl fmt::Display for PageSlug {
 }
 
 /// A trimmed title of 1–200 Unicode scalar values, with at least one visible
-/// character and no bidi embedding, override or isolate controls.
+/// character and no invisible ones ([`crate::invisible`]: no tag characters, bidi
+/// controls or zero-width characters, joiners and variation selectors only where a
+/// script needs them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageTitle(String);
 
 impl PageTitle {
-    /// Bidi controls (U+202A–U+202E, U+2066–U+2069) are removed first: they could
-    /// make a title display as something else. Then the title is trimmed.
+    /// The chars [`crate::invisible::is_dropped`] names (bidi controls, tag
+    /// characters, zero-width spaces…) are removed first: they could make a title
+    /// display as something else or carry words no reader sees. Then the title is
+    /// trimmed and counted; then the joiners and variation selectors that no script
+    /// needs there are removed ([`crate::invisible::strip`]) and it is trimmed again.
+    /// The count comes before that last step so that it is what the OpenAPI
+    /// pattern counts (`types::PATTERNS.title_length`).
     ///
     /// Errors: [`PageFieldError::TitleEmpty`] when nothing is left;
     /// [`PageFieldError::TitleTooLong`] over [`TITLE_MAX`] chars;
     /// [`PageFieldError::TitleInvisible`] when no char is visible (only zero-width
-    /// spaces, soft hyphens, controls, fillers, combining marks…; see [`is_visible`]).
+    /// joiners, controls, fillers, combining marks…; see [`is_visible`]).
     pub fn parse(s: &str) -> Result<Self, PageFieldError> {
-        let kept: String = s.chars().filter(|&c| !is_bidi_control(c)).collect();
+        let kept: String = s
+            .chars()
+            .filter(|&c| !crate::invisible::is_dropped(c))
+            .collect();
         let t = kept.trim();
         let n = t.chars().count();
         if n == 0 {
@@ -155,7 +165,7 @@ impl PageTitle {
         } else if !t.chars().any(is_visible) {
             Err(PageFieldError::TitleInvisible)
         } else {
-            Ok(Self(t.to_owned()))
+            Ok(Self(crate::invisible::strip(t).trim().to_owned()))
         }
     }
 
@@ -302,9 +312,13 @@ mod tests {
             "\u{FEFF}\u{2060}",
             "\u{200E}\u{200F}",
         ] {
-            assert_eq!(
-                PageTitle::parse(invisible),
-                Err(PageFieldError::TitleInvisible),
+            // Ignorable chars are removed (nothing is left), the others are kept
+            // but show nothing.
+            assert!(
+                matches!(
+                    PageTitle::parse(invisible),
+                    Err(PageFieldError::TitleInvisible | PageFieldError::TitleEmpty)
+                ),
                 "{invisible:?}"
             );
         }
@@ -321,6 +335,26 @@ mod tests {
         for ok in ["a", "7", "?", "€", "日本", "\u{200B}x", "é"] {
             assert!(PageTitle::parse(ok).is_ok(), "{ok:?}");
         }
+    }
+
+    #[test]
+    fn a_title_loses_its_invisible_chars_and_is_counted_as_the_pattern_counts() {
+        let tagged = "Guide\u{E0049}\u{E0067}\u{E006E}\u{200B} to\u{2060} \u{200E}pods";
+        assert_eq!(PageTitle::parse(tagged).unwrap().as_str(), "Guide to pods");
+        assert_eq!(
+            PageTitle::parse("👩\u{200D}🚀 crew").unwrap().as_str(),
+            "👩\u{200D}🚀 crew"
+        );
+        // A stray joiner at the end goes after trimming, and the space before it too.
+        assert_eq!(PageTitle::parse("crew \u{200D}").unwrap().as_str(), "crew");
+        // Joiners count until they are found stray (the pattern cannot see context).
+        let long = format!("{}\u{200D}", "a".repeat(TITLE_MAX));
+        assert_eq!(
+            PageTitle::parse(&long),
+            Err(PageFieldError::TitleTooLong(201))
+        );
+        let dropped = format!("{}\u{200B}", "a".repeat(TITLE_MAX));
+        assert!(PageTitle::parse(&dropped).is_ok());
     }
 
     #[test]

@@ -25,6 +25,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use serde::Deserialize;
 
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle};
+#[cfg(test)]
 use crate::page_store::sqlite::pages;
 use crate::page_store::{ImportCounts, ImportPage, PageStore, PageStoreError};
 
@@ -169,7 +170,9 @@ async fn import_reporting(
     Ok(report)
 }
 
-/// Imports every line of `input` into `conn` in one transaction.
+/// Imports every line of `input` into `conn` in one transaction; each page it
+/// inserts or changes keeps its new version in its history (pruned to the default
+/// `PAGE_HISTORY_VERSIONS`).
 ///
 /// In three phases: read and parse all lines (bad ones are reported on stderr as
 /// they are found), hash the PINs (argon2, on up to [`crate::pin::CONCURRENT_HASHES`]
@@ -188,7 +191,12 @@ pub fn import(
 ) -> Result<ImportReport, ImportError> {
     let (pages, mut report) = prepare(input, total_bytes)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    report.count(pages::upsert_all(&tx, &pages, now)?);
+    report.count(crate::page_store::sqlite::history::import_all(
+        &tx,
+        &pages,
+        now,
+        crate::page_store::history::DEFAULT_HISTORY_VERSIONS,
+    )?);
     tx.commit()?;
     Ok(report)
 }

@@ -1,11 +1,171 @@
 //! Operator signals in Prometheus text format, served on their own listener
-//! (`AGENT_PAGES_METRICS_BIND`). No label ever holds query text, an IP or a bucket
-//! key: the only label is the search outcome, from a fixed set.
+//! (`AGENT_PAGES_METRICS_BIND`). No label ever holds query text, an IP, a slug or a
+//! bucket key: every label value comes from a fixed set named at its metric (search
+//! outcome, route family, status class, store backend and result, page operation,
+//! problem kind, MCP tool, readiness check, build version and commit). Times are in
+//! seconds, sizes in bytes (Prometheus' base units). docs/deploy.md "Metrics,
+//! dashboard and alerts" lists them with the dashboard and the alerts that read them.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
-    TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
+
+/// The route families of `agent_pages_http_request_duration_seconds{family}`:
+/// `/search`; `/api/…`; `/mcp`; the ledger and pages (`/`, `/p/…`); everything else
+/// (assets, health, theme).
+pub const ROUTE_FAMILIES: [&str; 5] = ["search", "api", "mcp", "pages", "other"];
+
+/// The family of a request path (see [`ROUTE_FAMILIES`]).
+pub fn route_family(path: &str) -> &'static str {
+    match path {
+        "/search" => "search",
+        "/mcp" => "mcp",
+        "/" => "pages",
+        _ if path.starts_with("/api/") => "api",
+        _ if path.starts_with("/p/") => "pages",
+        _ => "other",
+    }
+}
+
+/// The `outcome` of a request duration: its status class, `2xx` … `5xx`.
+pub fn status_class(status: u16) -> &'static str {
+    match status {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    }
+}
+
+/// The checks of `agent_pages_ready{reason}` besides `ok` (`/readyz`'s fields).
+pub const READY_REASONS: [&str; 4] = ["ok", "page_store", "snapshot", "budget_store"];
+
+/// What one store call came to, the `result` label of the store call counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallResult {
+    /// Answered (for the budget store: counted, or read).
+    Ok,
+    /// The budget store answered that a window is full.
+    Refused,
+    /// The page store's lock was held past its busy timeout.
+    Busy,
+    /// No answer: an error, a timeout, an unavailable store.
+    Failed,
+}
+
+impl CallResult {
+    /// The label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            CallResult::Ok => "ok",
+            CallResult::Refused => "refused",
+            CallResult::Busy => "busy",
+            CallResult::Failed => "failed",
+        }
+    }
+}
+
+/// The handles one store updates per call: `agent_pages_{store}_calls_total
+/// {backend, result}` and `agent_pages_{store}_call_duration_seconds{backend}`,
+/// curried with its backend (`sqlite`, `redis`, `postgres`, …).
+#[derive(Clone)]
+pub struct StoreCalls {
+    calls: IntCounterVec,
+    seconds: Histogram,
+    backend: &'static str,
+}
+
+impl StoreCalls {
+    /// Counts one call's result, and its time when it was measured.
+    pub fn record(&self, result: CallResult, took: Option<Duration>) {
+        self.calls
+            .with_label_values(&[self.backend, result.label()])
+            .inc();
+        if let Some(took) = took {
+            self.seconds.observe(took.as_secs_f64());
+        }
+    }
+}
+
+/// Where a store keeps its [`StoreCalls`] once start-up has handed them over: shared
+/// by the store's clones (those made before included); empty in stores that no
+/// server counts (the CLI's, a test's own), whose calls are then not counted.
+#[derive(Clone, Default)]
+pub struct StoreCallsSlot(Arc<OnceLock<StoreCalls>>);
+
+impl StoreCallsSlot {
+    /// Counts from now on into `calls`; a second hand-over is ignored.
+    pub fn set(&self, calls: StoreCalls) {
+        let _ = self.0.set(calls);
+    }
+
+    /// [`StoreCalls::record`], when there are calls to record into.
+    pub fn record(&self, result: CallResult, took: Option<Duration>) {
+        if let Some(calls) = self.0.get() {
+            calls.record(result, took);
+        }
+    }
+}
+
+/// A store's call counter and its latency histogram, registered under `store`
+/// (`budget_store`, `page_store`).
+struct StoreMetrics {
+    calls: IntCounterVec,
+    seconds: HistogramVec,
+}
+
+impl StoreMetrics {
+    fn new(store: &str, what: &str) -> Self {
+        let calls = IntCounterVec::new(
+            Opts::new(
+                format!("{store}_calls_total"),
+                format!("Calls to the {what} by backend and result (ok, refused, busy, failed)."),
+            ),
+            &["backend", "result"],
+        )
+        .expect("static metric");
+        let seconds = HistogramVec::new(
+            HistogramOpts::new(
+                format!("{store}_call_duration_seconds"),
+                format!("Time of one call to the {what}, by backend."),
+            )
+            .buckets(STORE_BUCKETS.to_vec()),
+            &["backend"],
+        )
+        .expect("static metric");
+        Self { calls, seconds }
+    }
+
+    /// The handles for `backend`, its series shown at 0 before any call.
+    fn of(&self, backend: &'static str, results: &[CallResult]) -> StoreCalls {
+        for result in results {
+            self.calls.with_label_values(&[backend, result.label()]);
+        }
+        StoreCalls {
+            calls: self.calls.clone(),
+            seconds: self.seconds.with_label_values(&[backend]),
+            backend,
+        }
+    }
+}
+
+/// Store call buckets, seconds: 0.1 ms (an in-process SQLite read) to 5 s (past
+/// every configured store deadline).
+const STORE_BUCKETS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0,
+    3.0, 5.0,
+];
+
+/// Request buckets, seconds: 0.1 ms (a cache hit) to 10 s (a slow body).
+const REQUEST_BUCKETS: [f64; 17] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.003, 0.005, 0.008, 0.01, 0.015, 0.025, 0.05, 0.1,
+    0.25, 0.5, 1.0, 10.0,
+];
 
 /// The registry and the handles the service updates.
 pub struct Metrics {
@@ -33,7 +193,75 @@ pub struct Metrics {
     /// Log lines dropped because the queue to the log writer was full
     /// (`crate::telemetry::lines_dropped`, brought up to date at scrape time).
     pub log_lines_dropped: IntCounter,
+    /// `SEARCH_CACHE_MAX_BYTES`, the bound of `cache_bytes`.
+    pub cache_max_bytes: IntGauge,
+    /// Scorer slots there are (`SEARCH_CONCURRENCY`), the bound of `slots_busy`.
+    pub slots: IntGauge,
+    /// `agent_pages_http_request_duration_seconds{family, outcome}`: from the
+    /// request's arrival at the middleware to its answer's head, by route family
+    /// ([`ROUTE_FAMILIES`]) and status class ([`status_class`]).
+    pub request_seconds: HistogramVec,
+    budget_store: StoreMetrics,
+    page_store: StoreMetrics,
+    /// `agent_pages_page_writes_total{operation, outcome}`: `publish`, `update`,
+    /// `archive`, `claim`, …; `ok` or the problem kind that refused it
+    /// (`/problems/wrong-pin` → `wrong-pin`).
+    pub page_writes: IntCounterVec,
+    /// `agent_pages_pin_failures_total{outcome}`: PIN checks that let nobody in, by
+    /// why ([`PinFailure`]).
+    pub pin_failures: IntCounterVec,
+    /// `agent_pages_mcp_tool_calls_total{tool, outcome}`: `tools/call` by tool name
+    /// (`unknown` for a name no tool has) and `ok` / `error` (a tool error result)
+    /// / `unknown_tool`.
+    pub mcp_tool_calls: IntCounterVec,
+    /// `agent_pages_ready{reason}`: at scrape time, 1 on `ok` when `/readyz` would
+    /// pass, else 1 on each failing check ([`READY_REASONS`]); 0 elsewhere.
+    pub ready: IntGaugeVec,
 }
+
+/// Why a PIN check let nobody in: the `outcome` of `agent_pages_pin_failures_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PinFailure {
+    /// A PIN was given and was not the page's.
+    Wrong,
+    /// No `X-Page-Pin` (or `pin` argument) for a page that has a PIN.
+    Missing,
+    /// The client's failure budget is used up.
+    ClientRefused,
+    /// The page's failure budget (from all clients) is used up.
+    PageRefused,
+}
+
+impl PinFailure {
+    /// Every outcome, in label order.
+    pub const ALL: [PinFailure; 4] = [
+        PinFailure::Wrong,
+        PinFailure::Missing,
+        PinFailure::ClientRefused,
+        PinFailure::PageRefused,
+    ];
+
+    /// The label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            PinFailure::Wrong => "wrong",
+            PinFailure::Missing => "missing",
+            PinFailure::ClientRefused => "client_refused",
+            PinFailure::PageRefused => "page_refused",
+        }
+    }
+}
+
+/// The page operations of `agent_pages_page_writes_total`, shown at 0 before any.
+pub const PAGE_OPERATIONS: [&str; 4] = ["publish", "update", "archive", "claim"];
+
+/// The commit the binary was built from: `AGENT_PAGES_COMMIT` in the build's
+/// environment (`AGENT_PAGES_COMMIT=$(git rev-parse --short HEAD) cargo build`;
+/// the Dockerfile's build argument of that name), else `unknown`.
+pub const BUILD_COMMIT: &str = match option_env!("AGENT_PAGES_COMMIT") {
+    Some(commit) => commit,
+    None => "unknown",
+};
 
 impl Metrics {
     /// A fresh registry with every label of `outcomes` pre-registered at 0 (so a
@@ -103,8 +331,84 @@ impl Metrics {
                 "log_lines_dropped_total",
                 "Log lines dropped because the queue to the log writer was full.",
             ),
+            cache_max_bytes: gauge(
+                "search_cache_max_bytes",
+                "The bound of search_cache_bytes (SEARCH_CACHE_MAX_BYTES).",
+            ),
+            slots: gauge(
+                "search_scorer_slots",
+                "Scorer slots there are (SEARCH_CONCURRENCY).",
+            ),
+            request_seconds: HistogramVec::new(
+                HistogramOpts::new(
+                    "http_request_duration_seconds",
+                    "Time from a request's arrival to its answer's head, by route family and status class.",
+                )
+                .buckets(REQUEST_BUCKETS.to_vec()),
+                &["family", "outcome"],
+            )
+            .expect("static metric"),
+            budget_store: StoreMetrics::new("budget_store", "budget store"),
+            page_store: StoreMetrics::new("page_store", "page store"),
+            page_writes: IntCounterVec::new(
+                Opts::new(
+                    "page_writes_total",
+                    "Page publishes, updates, archives and claims by outcome (ok or the problem kind).",
+                ),
+                &["operation", "outcome"],
+            )
+            .expect("static metric"),
+            pin_failures: IntCounterVec::new(
+                Opts::new(
+                    "pin_failures_total",
+                    "PIN checks that let nobody in, by why (wrong, missing, client_refused, page_refused).",
+                ),
+                &["outcome"],
+            )
+            .expect("static metric"),
+            mcp_tool_calls: IntCounterVec::new(
+                Opts::new(
+                    "mcp_tool_calls_total",
+                    "MCP tools/call requests by tool and outcome (ok, error, unknown_tool).",
+                ),
+                &["tool", "outcome"],
+            )
+            .expect("static metric"),
+            ready: IntGaugeVec::new(
+                Opts::new(
+                    "ready",
+                    "1 on reason=ok when /readyz passes, else 1 on each failing check; at scrape time.",
+                ),
+                &["reason"],
+            )
+            .expect("static metric"),
             registry,
         };
+        for family in ROUTE_FAMILIES {
+            for class in ["2xx", "4xx", "5xx"] {
+                metrics.request_seconds.with_label_values(&[family, class]);
+            }
+        }
+        for operation in PAGE_OPERATIONS {
+            metrics.page_writes.with_label_values(&[operation, "ok"]);
+        }
+        for failure in PinFailure::ALL {
+            metrics.pin_failures.with_label_values(&[failure.label()]);
+        }
+        for reason in READY_REASONS {
+            metrics.ready.with_label_values(&[reason]);
+        }
+        let build_info = IntGaugeVec::new(
+            Opts::new(
+                "build_info",
+                "Always 1; the version and commit of this binary are its labels.",
+            ),
+            &["version", "commit"],
+        )
+        .expect("static metric");
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION"), BUILD_COMMIT])
+            .set(1);
         for collector in [
             Box::new(metrics.requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(metrics.scoring_seconds.clone()),
@@ -120,6 +424,18 @@ impl Metrics {
             Box::new(metrics.candidates.clone()),
             Box::new(metrics.generation.clone()),
             Box::new(metrics.log_lines_dropped.clone()),
+            Box::new(metrics.cache_max_bytes.clone()),
+            Box::new(metrics.slots.clone()),
+            Box::new(metrics.request_seconds.clone()),
+            Box::new(metrics.budget_store.calls.clone()),
+            Box::new(metrics.budget_store.seconds.clone()),
+            Box::new(metrics.page_store.calls.clone()),
+            Box::new(metrics.page_store.seconds.clone()),
+            Box::new(metrics.page_writes.clone()),
+            Box::new(metrics.pin_failures.clone()),
+            Box::new(metrics.mcp_tool_calls.clone()),
+            Box::new(metrics.ready.clone()),
+            Box::new(build_info),
         ] {
             metrics
                 .registry
@@ -132,6 +448,75 @@ impl Metrics {
     /// Counts one search answer.
     pub fn count(&self, outcome: &str) {
         self.requests.with_label_values(&[outcome]).inc();
+    }
+
+    /// The handles a budget store of `backend` counts its calls into.
+    pub fn budget_store_calls(&self, backend: &'static str) -> StoreCalls {
+        self.budget_store.of(
+            backend,
+            &[CallResult::Ok, CallResult::Refused, CallResult::Failed],
+        )
+    }
+
+    /// The handles a page store of `backend` counts its calls into.
+    pub fn page_store_calls(&self, backend: &'static str) -> StoreCalls {
+        self.page_store.of(
+            backend,
+            &[CallResult::Ok, CallResult::Busy, CallResult::Failed],
+        )
+    }
+
+    /// Counts one request's answer: `path`'s family, `status`'s class, `took`.
+    pub fn observe_request(&self, path: &str, status: u16, took: Duration) {
+        self.request_seconds
+            .with_label_values(&[route_family(path), status_class(status)])
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts one page write `operation` (one of [`PAGE_OPERATIONS`] or another
+    /// fixed name) that came to `outcome`: `None` when it was kept, else the
+    /// refusing problem's `type` (`/problems/…`, of which only the last part is kept).
+    pub fn count_page_write(&self, operation: &str, refused: Option<&str>) {
+        let outcome = match refused {
+            None => "ok",
+            Some(problem_type) => problem_type.rsplit('/').next().unwrap_or(problem_type),
+        };
+        self.page_writes
+            .with_label_values(&[operation, outcome])
+            .inc();
+    }
+
+    /// Counts one PIN check that let nobody in.
+    pub fn count_pin_failure(&self, failure: PinFailure) {
+        self.pin_failures
+            .with_label_values(&[failure.label()])
+            .inc();
+    }
+
+    /// Counts one MCP `tools/call`: `tool` as asked, kept only when `known` (else
+    /// `unknown`), with `outcome` `ok`, `error` or `unknown_tool`.
+    pub fn count_tool_call(&self, tool: &str, known: bool, outcome: &'static str) {
+        let tool = if known { tool } else { "unknown" };
+        self.mcp_tool_calls
+            .with_label_values(&[tool, outcome])
+            .inc();
+    }
+
+    /// Shows the series of `tool`'s successful calls at 0 before any call.
+    pub fn show_tool(&self, tool: &str) {
+        self.mcp_tool_calls.with_label_values(&[tool, "ok"]);
+    }
+
+    /// Sets `agent_pages_ready` from the failing checks (`READY_REASONS` names).
+    pub fn set_ready(&self, failing: &[&str]) {
+        for reason in READY_REASONS {
+            let on = if reason == "ok" {
+                failing.is_empty()
+            } else {
+                failing.contains(&reason)
+            };
+            self.ready.with_label_values(&[reason]).set(i64::from(on));
+        }
     }
 
     /// The exposition text (`text/plain; version=0.0.4`).

@@ -82,7 +82,9 @@ impl Application {
     ///
     /// Errors: a store cannot be opened or migrated, or an address not bound.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let pages = page_store::open::open(&settings.pages, sqlite_pages::POOL_SIZE).await?;
+        let pages = page_store::open::open(&settings.pages, sqlite_pages::POOL_SIZE)
+            .await?
+            .with_history_versions(settings.history_versions);
         if let PagesAt::Postgres(pg) = &settings.pages {
             tracing::info!(
                 postgres = %pg.describe(),
@@ -186,6 +188,15 @@ fn app_state(
     let metrics = Arc::new(Metrics::new(&crate::operations::search::outcome::labels(
         &settings.search_budget,
     )));
+    metrics
+        .cache_max_bytes
+        .set(settings.search.cache_max_bytes as i64);
+    metrics.slots.set(settings.search.concurrency as i64);
+    pages.count_calls_in(metrics.page_store_calls(pages.kind()));
+    budget_store.count_calls_in(metrics.budget_store_calls(budget_store.kind()));
+    for tool in crate::mcp::tools::TOOLS.iter() {
+        metrics.show_tool(&tool.name);
+    }
     let scorers = ScorerPool::start(
         settings.search.concurrency,
         metrics.slots_acquired.clone(),
@@ -281,6 +292,7 @@ fn serve_routes(
                 routes::security_headers::security_headers,
             ))
             .wrap(TracingLogger::<PathOnlyRootSpan>::new())
+            .wrap(middleware::from_fn(routes::metrics::request_duration))
             .app_data(state.clone())
             .app_data(mcp.clone())
             .app_data(own_origins.clone())
@@ -334,6 +346,11 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
         .route("/search", web::get().to(routes::search::search))
         .route("/p/{slug}", web::get().to(routes::ledger::page))
         .route("/p/{slug}/raw", web::get().to(routes::ledger::raw))
+        .route("/p/{slug}/history", web::get().to(routes::history::history))
+        .route(
+            "/p/{slug}/v/{version}",
+            web::get().to(routes::history::version),
+        )
         .route("/theme/{name}", web::get().to(routes::theme::set_theme))
         .route("/healthz", web::get().to(routes::health::healthz))
         .route("/readyz", web::get().to(routes::health::readyz))
@@ -346,6 +363,10 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
             crate::http::own_origins::refuse_foreign_writes,
         )))
         .route("/mcp", web::to(crate::mcp::transport::mcp))
+        .route(
+            crate::mcp::face::READ_ONLY_PATH,
+            web::to(crate::mcp::transport::mcp),
+        )
         .default_service(web::to(routes::not_found));
 }
 

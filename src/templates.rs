@@ -18,6 +18,8 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../templates/search_rows.html"),
     ),
     ("error.html", include_str!("../templates/error.html")),
+    ("history.html", include_str!("../templates/history.html")),
+    ("version.html", include_str!("../templates/version.html")),
 ];
 
 /// A page rendered once with placeholders where the query and the return path

@@ -135,7 +135,8 @@ fn the_compose_file_validates_and_trusts_exactly_the_proxy_network() {
         .parse()
         .expect("the app accepts TRUSTED_PROXY_CIDRS");
     assert!(parsed.contains(subnet.split('/').next().unwrap().parse().unwrap()));
-    assert_eq!(network_names(&compose, "app"), ["backend"]);
+    // `metrics` (internal) joins the app's metrics listener to Prometheus only.
+    assert_eq!(network_names(&compose, "app"), ["backend", "metrics"]);
     assert_eq!(network_names(&compose, "traefik"), ["backend", "edge"]);
     assert_eq!(network_names(&compose, "load"), ["edge"]);
     assert_eq!(
@@ -841,9 +842,16 @@ fn the_container_health_check_fails_on_a_non_200_answer() {
 #[test]
 fn every_document_the_deployment_files_cite_exists() {
     let mut files = vec![repo().join("Dockerfile"), repo().join("docker-compose.yml")];
-    for dir in ["deploy", "scripts"] {
-        for entry in std::fs::read_dir(repo().join(dir)).unwrap() {
-            files.push(entry.unwrap().path());
+    // Every file under deploy/ and scripts/, subfolders (deploy/prometheus, …) too.
+    let mut dirs = vec![repo().join("deploy"), repo().join("scripts")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
         }
     }
     let mut cited = Vec::new();
@@ -1101,5 +1109,102 @@ fn no_shipped_proxy_config_logs_the_query_string() {
     for (name, config) in &configs {
         let leaking = nginx_access_logs_with_queries(config);
         assert!(leaking.is_empty(), "{name} logs query strings: {leaking:?}");
+    }
+}
+
+/// The `observe` profile: Prometheus and Grafana, pinned, only with the profile, on
+/// the internal `metrics` network with the app (never on `backend`, the subnet the
+/// app trusts for X-Forwarded-For), loopback-only ports, no password in the file
+/// (Grafana's comes from a secret file that is not in git), and Prometheus scraping
+/// the port the app's metrics listener binds.
+#[test]
+fn the_observe_profile_adds_pinned_prometheus_and_grafana_with_no_password_in_the_file() {
+    let compose = resolved_compose();
+    for (service, image) in [
+        ("prometheus", "prom/prometheus:v"),
+        ("grafana", "grafana/grafana:"),
+    ] {
+        assert_eq!(
+            at(&compose, &["services", service, "profiles"])
+                .as_sequence()
+                .unwrap(),
+            &[Value::from("observe")],
+            "{service} starts only with --profile observe"
+        );
+        let pinned = text(&compose, &["services", service, "image"]);
+        let tag = pinned
+            .strip_prefix(image)
+            .unwrap_or_else(|| panic!("{pinned}"));
+        assert!(
+            tag.split('.').count() == 3 && tag.split('.').all(|n| n.parse::<u32>().is_ok()),
+            "{service} is pinned to a release: {pinned}"
+        );
+        assert_eq!(network_names(&compose, service), ["edge", "metrics"]);
+        for port in at(&compose, &["services", service, "ports"])
+            .as_sequence()
+            .unwrap()
+        {
+            let published = port["host_ip"].as_str().or(port.as_str()).unwrap_or("");
+            assert!(
+                published.starts_with("127.0.0.1"),
+                "{service} publishes on loopback only: {port:?}"
+            );
+        }
+    }
+    assert_eq!(
+        at(&compose, &["networks", "metrics", "internal"]).as_bool(),
+        Some(true)
+    );
+
+    // No admin password in the file: Grafana reads it from a secret file kept out of git.
+    let grafana_env = at(&compose, &["services", "grafana", "environment"]);
+    assert!(grafana_env.get("GF_SECURITY_ADMIN_PASSWORD").is_none());
+    assert_eq!(
+        grafana_env["GF_SECURITY_ADMIN_PASSWORD__FILE"].as_str(),
+        Some("/run/secrets/grafana-admin-password")
+    );
+    let secret = text(&compose, &["secrets", "grafana-admin-password", "file"]);
+    assert!(
+        secret.ends_with("/deploy/secrets/grafana-admin-password"),
+        "{secret}"
+    );
+    let ignored = std::fs::read_to_string(repo().join(".gitignore")).unwrap();
+    assert!(ignored.lines().any(|l| l == "/deploy/secrets/"));
+    let raw = std::fs::read_to_string(repo().join("docker-compose.yml")).unwrap();
+    assert!(
+        !raw.to_lowercase().contains("admin_password:"),
+        "a password in the file"
+    );
+
+    // Prometheus scrapes every replica of `app` on the port its metrics listener binds.
+    let bind = text(
+        &compose,
+        &["services", "app", "environment", "AGENT_PAGES_METRICS_BIND"],
+    );
+    bind.parse::<std::net::SocketAddr>()
+        .expect("the app accepts AGENT_PAGES_METRICS_BIND");
+    let config: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(repo().join("deploy/prometheus/prometheus.yml")).unwrap(),
+    )
+    .unwrap();
+    let discovery = &config["scrape_configs"][0]["dns_sd_configs"][0];
+    assert_eq!(discovery["names"][0].as_str(), Some("app"));
+    assert_eq!(
+        discovery["port"].as_u64().map(|p| p.to_string()),
+        bind.rsplit(':').next().map(str::to_owned)
+    );
+    let mounts: Vec<&str> = at(&compose, &["services", "prometheus", "volumes"])
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str().or_else(|| v["source"].as_str()))
+        .collect();
+    for file in ["prometheus.yml", "alerts.yml"] {
+        assert!(
+            mounts
+                .iter()
+                .any(|m| m.contains(&format!("deploy/prometheus/{file}"))),
+            "{file} is mounted: {mounts:?}"
+        );
     }
 }

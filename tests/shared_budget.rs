@@ -395,3 +395,70 @@ async fn rediss_reaches_a_tls_redis_whose_certificate_the_system_trusts_and_no_o
     let r = search(&other.url).await.unwrap();
     assert_eq!(r.status(), 503);
 }
+
+/// The clients connected to `redis` now, other than the one asking.
+fn redis_clients(redis: &RedisServer) -> usize {
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut redis.connection())
+        .unwrap();
+    list.lines().count().saturating_sub(1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_redis_restart_the_first_search_on_each_quiet_replica_is_served_once() {
+    // Issue 31 §2: recovery must not cost a visitor's request.
+    let mut redis = RedisServer::start();
+    let (dir, database) = seeded_database();
+    let env = [("AGENT_PAGES_REDIS_TIMEOUT_MS", "5000")];
+    let a = Replica::start("quiet-a", dir.path(), &database, &redis, &env);
+    let b = Replica::start("quiet-b", dir.path(), &database, &redis, &env);
+    let http = http();
+    let search = |url: &str, client: &str| {
+        http.get(format!("{url}/search?q=golang"))
+            .header("X-Forwarded-For", client.to_owned())
+            .send()
+    };
+    // Each replica holds a connection to the server about to restart.
+    assert_eq!(
+        search(&a.url, "198.51.100.120").await.unwrap().status(),
+        200
+    );
+    assert_eq!(
+        search(&b.url, "198.51.100.121").await.unwrap().status(),
+        200
+    );
+    assert!(redis_clients(&redis) >= 2, "each replica is connected");
+
+    redis.stop();
+    // The fault first: the server and every connection to it are gone.
+    assert!(
+        std::net::TcpStream::connect(redis.addr()).is_err(),
+        "Redis is down"
+    );
+    redis.start_again();
+    assert_eq!(
+        redis_clients(&redis),
+        0,
+        "a restarted server knows no client"
+    );
+    // No request meanwhile: each replica connects again by itself.
+    let deadline = Instant::now() + support::READY_DEADLINE;
+    while redis_clients(&redis) < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the quiet replicas never connected again:\n{}\n{}",
+            a.process.output(),
+            b.process.output()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    for (replica, client) in [(&a, "198.51.100.122"), (&b, "198.51.100.123")] {
+        let r = search(&replica.url, client).await.unwrap();
+        assert_eq!(r.status(), 200, "{}", replica.process.output());
+        // Spent exactly once.
+        assert_eq!(stored(&redis, client, 0).map(|v| v.1), Some(1), "{client}");
+        assert_eq!(stored(&redis, client, 1).map(|v| v.1), Some(1), "{client}");
+    }
+}

@@ -29,7 +29,7 @@ use futures_util::FutureExt as _;
 use super::error::StoreError;
 use super::store::{BudgetBackend, BudgetFuture, CountMode};
 use super::{BucketKeys, Budget, Decided, StoreClock, WindowCount};
-use crate::pg::{CallError, Epoch, Pg, PgError};
+use crate::pg::{CallError, Epoch, LastRead, Pg, PgError};
 
 /// Most requests decided in one call.
 pub const MAX_BATCH: usize = 512;
@@ -257,6 +257,7 @@ async fn decide_batches(
     epoch: Epoch,
     mut requests: mpsc::UnboundedReceiver<Request>,
 ) {
+    let mut last = LastRead::default();
     while let Some(first) = requests.recv().await {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -271,8 +272,10 @@ async fn decide_batches(
             continue;
         }
         match apply(&pg, server_clock, &batch).await {
-            Ok((answers, started)) => {
-                epoch.saw(started);
+            Ok((answers, history)) => {
+                if let Some(answer) = answers.first() {
+                    epoch.saw(&mut last, history, answer.generation);
+                }
                 for (request, answer) in batch.into_iter().zip(answers) {
                     let _ = request.answer.send(Ok(answer));
                 }
@@ -287,7 +290,7 @@ async fn decide_batches(
 }
 
 /// One `budget_apply` call for `batch`.
-/// Also the server's start time (µs, [`Epoch`]).
+/// Also the history of the generation it read (`corpus_epoch()`, [`Epoch`]).
 async fn apply(
     pg: &Pg,
     server_clock: bool,

@@ -42,6 +42,11 @@
 //! broken one sees at most one new connection every [`MAX_BACKOFF`] per replica.
 //! Every call that met the fault is answered 503 `budget-unavailable`.
 //!
+//! A connection is also checked while no request uses it ([`LINK_CHECK_INTERVAL`],
+//! a `PING` noted as a call is): a replica with no traffic while Redis restarted
+//! has its connection remade in the background, so its first search afterwards is
+//! served rather than spent on discovering the dead connection.
+//!
 //! `rediss://` connects over TLS (rustls with ring), verifying the server against
 //! the system's root certificates, or those in `SSL_CERT_FILE` / `SSL_CERT_DIR`.
 
@@ -75,6 +80,11 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// A call that ran out its deadline replaces its connection when nothing at all
 /// came back on that connection for this long: the connection is taken for dead.
 pub const SILENT_LIMIT: Duration = Duration::from_secs(1);
+
+/// How often the connection is checked while no request uses it: a replica that
+/// had no request while Redis restarted is connected again about this long after
+/// Redis is back.
+pub const LINK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The one script behind spend, peek and record.
 ///
@@ -232,8 +242,10 @@ impl RedisCounters {
             .set_max_delay(RETRY_DELAY * 2)
             .set_connection_timeout(Some(inner))
             .set_response_timeout(Some(inner));
+        let link = Arc::new(Link::new(client, config)?);
+        tokio::spawn(check_link(Arc::downgrade(&link), settings.call_timeout));
         Ok(Self {
-            link: Arc::new(Link::new(client, config)?),
+            link,
             script: Script::new(SCRIPT),
             call_timeout: settings.call_timeout,
             server_clock: settings.server_clock,
@@ -514,6 +526,28 @@ impl Link {
                 }
             }
             Err(e) => tracing::error!(error = %e, "cannot make a new Redis connection"),
+        }
+    }
+}
+
+/// Pings the server through `link` every [`LINK_CHECK_INTERVAL`] until the counters
+/// are dropped, each ping bounded by `call_timeout` and its outcome noted as a
+/// call's would be. A connection that died while no request came (Redis restarted,
+/// a failover) is then remade by the client in the background, so the first search
+/// after the server is back finds a working connection instead of discovering the
+/// dead one and being refused (Issue 31 §2). No budget call is ever retried: a
+/// spend runs once or not at all.
+async fn check_link(link: std::sync::Weak<Link>, call_timeout: Duration) {
+    loop {
+        tokio::time::sleep(LINK_CHECK_INTERVAL).await;
+        let Some(link) = link.upgrade() else { return };
+        let (mut connection, generation) = link.current();
+        let command = ::redis::cmd("PING");
+        let ping = command.query_async::<String>(&mut connection);
+        match tokio::time::timeout(call_timeout, ping).await {
+            Err(_) => link.ran_out(generation),
+            Ok(Err(e)) => link.failed(generation, &e),
+            Ok(Ok(_)) => link.answered(generation),
         }
     }
 }

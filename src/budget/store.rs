@@ -49,6 +49,7 @@ use hashlink::LruCache;
 
 use super::error::StoreError;
 use super::{BucketKeys, Budget, Decided, Decision, FixedWindow, StoreClock, WindowCount};
+use crate::metrics::CallResult;
 
 /// What every budget-backend call returns: a boxed future (so [`BudgetBackend`] is
 /// object-safe) of the answer or a [`StoreError`].
@@ -117,6 +118,9 @@ pub struct BudgetStore {
     full: Arc<Mutex<LruCache<String, Until>>>,
     /// `true` while the store answers (or has not failed yet); shared by clones.
     up: Arc<AtomicBool>,
+    /// Where each call to the backend is counted and timed, once start-up has set it
+    /// (`agent_pages_budget_store_calls_total`); shared by clones.
+    calls: crate::metrics::StoreCallsSlot,
 }
 
 /// Keys remembered as full at most; beyond it the least recently refused go.
@@ -170,7 +174,13 @@ impl BudgetStore {
             backend: Arc::new(backend),
             full: Arc::new(Mutex::new(LruCache::new(FULL_MEMO_ENTRIES))),
             up: Arc::new(AtomicBool::new(true)),
+            calls: Default::default(),
         }
+    }
+
+    /// Counts and times every backend call (its clones' too) in `calls` from now on.
+    pub fn count_calls_in(&self, calls: crate::metrics::StoreCalls) {
+        self.calls.set(calls);
     }
 
     /// Which store this is, for logs and docs: `sqlite`, `redis` or `postgres`.
@@ -289,7 +299,17 @@ impl BudgetStore {
         keys: &BucketKeys,
         now: i64,
     ) -> Result<(Decided, Option<i64>), StoreError> {
-        self.observe(self.backend.spend(budget, keys, now).await)
+        let started = Instant::now();
+        let result = self.backend.spend(budget, keys, now).await;
+        let outcome = match &result {
+            Ok((decided, _)) if matches!(decided.decision, Decision::Refused { .. }) => {
+                CallResult::Refused
+            }
+            Ok(_) => CallResult::Ok,
+            Err(_) => CallResult::Failed,
+        };
+        self.calls.record(outcome, Some(started.elapsed()));
+        self.observe(result)
     }
 
     /// Reads the counts of `keys` in the windows containing `now` ([`CountMode::Peek`]),
@@ -304,7 +324,14 @@ impl BudgetStore {
         now: i64,
         mode: CountMode,
     ) -> Result<Vec<WindowCount>, StoreError> {
+        let started = Instant::now();
         let result = self.backend.counts(budget, &keys, now, mode).await;
+        let outcome = if result.is_ok() {
+            CallResult::Ok
+        } else {
+            CallResult::Failed
+        };
+        self.calls.record(outcome, Some(started.elapsed()));
         self.observe(result)
     }
 

@@ -9,6 +9,7 @@
 pub mod body;
 pub mod origin;
 pub mod own_origins;
+pub mod preconditions;
 pub mod problem;
 pub mod rate_limit_headers;
 

@@ -90,6 +90,10 @@ pub enum ApiError {
         "the page store cannot be written right now: nothing was saved; try again in a few seconds"
     )]
     StorageUnavailable,
+    /// A conditional write (`If-Match`, the MCP tools' `expected_version`) found the
+    /// page at version `current`, not the one expected: nothing was changed.
+    #[error("the page is at version {current}, not the one this write expected: nothing was changed; read it again and retry")]
+    VersionMismatch { current: i64 },
     /// Anything else: a database or worker failure. The cause is logged only.
     #[error("something went wrong on our side; please try again")]
     Internal(#[source] anyhow::Error),
@@ -181,6 +185,12 @@ pub const BUDGET_UNAVAILABLE: Kind = kind(
     "/problems/budget-unavailable",
     "Budget unavailable",
 );
+/// [`ApiError::VersionMismatch`].
+pub const VERSION_MISMATCH: Kind = kind(
+    StatusCode::PRECONDITION_FAILED,
+    "/problems/version-mismatch",
+    "Version mismatch",
+);
 /// [`ApiError::Internal`].
 pub const INTERNAL: Kind = kind(
     StatusCode::INTERNAL_SERVER_ERROR,
@@ -214,7 +224,7 @@ pub const STORAGE_UNAVAILABLE: Kind = kind(
 
 /// Every kind the API answers with, in the order the docs list them. A new kind
 /// is named above, chosen in [`ApiError::kind`] and listed here.
-pub const KINDS: [Kind; 18] = [
+pub const KINDS: [Kind; 19] = [
     VALIDATION,
     MALFORMED_JSON,
     UNSUPPORTED_MEDIA_TYPE,
@@ -233,6 +243,7 @@ pub const KINDS: [Kind; 18] = [
     TOO_MANY_OPEN_BODIES,
     DATABASE_BUSY,
     STORAGE_UNAVAILABLE,
+    VERSION_MISMATCH,
 ];
 
 impl ApiError {
@@ -260,6 +271,7 @@ impl ApiError {
             ApiError::TooManyOpenBodies { .. } => TOO_MANY_OPEN_BODIES,
             ApiError::DatabaseBusy => DATABASE_BUSY,
             ApiError::StorageUnavailable => STORAGE_UNAVAILABLE,
+            ApiError::VersionMismatch { .. } => VERSION_MISMATCH,
         }
     }
 
@@ -296,6 +308,10 @@ impl ApiError {
         Problem {
             field: self.field().map(str::to_owned),
             retry_after,
+            current_version: match self {
+                ApiError::VersionMismatch { current } => Some(*current),
+                _ => None,
+            },
             ..Problem::new(kind.status, kind.problem_type, kind.title, self.to_string())
         }
     }
@@ -306,6 +322,12 @@ impl ApiError {
             ApiError::MalformedJson { field, .. } => field.as_deref(),
             _ => None,
         }
+    }
+}
+
+impl From<crate::page_store::VersionMismatch> for ApiError {
+    fn from(e: crate::page_store::VersionMismatch) -> Self {
+        ApiError::VersionMismatch { current: e.current }
     }
 }
 

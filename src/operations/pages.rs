@@ -39,11 +39,16 @@ pub struct Target<'a> {
     pub pin: Option<&'a [u8]>,
 }
 
-/// What a write must find before it is made, beside its PIN: nothing yet. The
-/// expected version of a conditional write and the key of an idempotent one go
-/// here, so each face fills them in one place and every write checks them in one.
+/// What a write must find before it is made, beside its PIN. Each face fills them
+/// in one place (`If-Match`, the tools' `expected_version`) and every write checks
+/// them in one (the page store, inside the write's transaction).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Conditions {}
+pub struct Conditions {
+    /// The version the page must be at (`If-Match: "v7"`); `None` (no header, or
+    /// `If-Match: *`) writes whatever version it is at. A page at another version
+    /// is [`ApiError::VersionMismatch`] and nothing changes.
+    pub expected_version: Option<i64>,
+}
 
 /// What a page write answers: the body both faces send, and the `RateLimit` values
 /// of the publish budget it spent (the HTTP face's headers).
@@ -68,6 +73,18 @@ pub fn path_slug(slug: &str) -> Result<PageSlug, ApiError> {
 /// Publishes `input` for `caller`: fields, then the publish budget, then the PIN
 /// hash and the write. Errors as `POST /api/pages` answers them.
 pub async fn publish(
+    state: &AppState,
+    caller: &Caller,
+    input: CreatePage,
+    conditions: Conditions,
+) -> Result<Written<Created>, ApiError> {
+    let written = publish_page(state, caller, input, conditions).await;
+    count_write(state, "publish", &written);
+    written
+}
+
+/// [`publish`], uncounted.
+async fn publish_page(
     state: &AppState,
     caller: &Caller,
     input: CreatePage,
@@ -104,13 +121,7 @@ pub async fn list(
     caller: &Caller,
     query: &ListQuery,
 ) -> Result<PageList, ApiError> {
-    let per_page = whole_number(
-        "per_page",
-        query.per_page.as_deref(),
-        DEFAULT_PER_PAGE,
-        MAX_PER_PAGE,
-    )?;
-    let page = whole_number("page", query.page.as_deref(), 1, MAX_PAGE)?;
+    let (per_page, page) = paging(query)?;
     let offset = (page - 1) * per_page;
     let listed = state.pages.store.ledger(offset, per_page).await?;
     let total = listed.total;
@@ -132,6 +143,20 @@ pub async fn list(
         total,
         next_page: (offset + per_page < total).then_some(page + 1),
     })
+}
+
+/// `per_page` and `page` of a paged route as sent, checked: whole numbers from 1
+/// to [`MAX_PER_PAGE`] (default [`DEFAULT_PER_PAGE`]) and to [`MAX_PAGE`]
+/// (default 1).
+pub fn paging(query: &ListQuery) -> Result<(i64, i64), ApiError> {
+    let per_page = whole_number(
+        "per_page",
+        query.per_page.as_deref(),
+        DEFAULT_PER_PAGE,
+        MAX_PER_PAGE,
+    )?;
+    let page = whole_number("page", query.page.as_deref(), 1, MAX_PAGE)?;
+    Ok((per_page, page))
 }
 
 /// `text` as a whole number from 1 to `max` under the rule every paged route shares
@@ -177,7 +202,20 @@ pub async fn update(
     caller: &Caller,
     target: Target<'_>,
     input: UpdatePage,
-    _conditions: Conditions,
+    conditions: Conditions,
+) -> Result<Written<Updated>, ApiError> {
+    let written = update_page(state, caller, target, input, conditions).await;
+    count_write(state, "update", &written);
+    written
+}
+
+/// [`update`], uncounted.
+async fn update_page(
+    state: &AppState,
+    caller: &Caller,
+    target: Target<'_>,
+    input: UpdatePage,
+    conditions: Conditions,
 ) -> Result<Written<Updated>, ApiError> {
     let slug = path_slug(target.slug)?;
     if input.title.is_none() && input.body.is_none() {
@@ -188,7 +226,11 @@ pub async fn update(
     let spent = publish_budget::spend(state, &caller.client).await?;
     let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
     let now = state.clock.now();
-    let version = state.pages.store.update(id, title, body, now).await?;
+    let version = state
+        .pages
+        .store
+        .update_expecting(id, title, body, now, conditions.expected_version)
+        .await??;
     Ok(Written {
         answer: Updated {
             slug: slug.to_string(),
@@ -206,7 +248,9 @@ pub async fn archive(
     target: Target<'_>,
     conditions: Conditions,
 ) -> Result<Written<StateChanged>, ApiError> {
-    change_state(state, caller, target, conditions, StateChange::Archive).await
+    let written = change_state(state, caller, target, conditions, StateChange::Archive).await;
+    count_write(state, "archive", &written);
+    written
 }
 
 /// Claims the page `target` names, for `caller`; errors as
@@ -217,7 +261,16 @@ pub async fn claim(
     target: Target<'_>,
     conditions: Conditions,
 ) -> Result<Written<StateChanged>, ApiError> {
-    change_state(state, caller, target, conditions, StateChange::Claim).await
+    let written = change_state(state, caller, target, conditions, StateChange::Claim).await;
+    count_write(state, "claim", &written);
+    written
+}
+
+/// Counts a page write `operation` in `agent_pages_page_writes_total`: `ok`, or the
+/// kind of problem that refused it.
+fn count_write<T>(state: &AppState, operation: &str, written: &Result<T, ApiError>) {
+    let refused = written.as_ref().err().map(|e| e.kind().problem_type);
+    state.metrics.count_page_write(operation, refused);
 }
 
 /// Archive or claim: the slug, then the publish budget, then the PIN check, then
@@ -226,14 +279,18 @@ async fn change_state(
     state: &AppState,
     caller: &Caller,
     target: Target<'_>,
-    _conditions: Conditions,
+    conditions: Conditions,
     change: StateChange,
 ) -> Result<Written<StateChanged>, ApiError> {
     let slug = path_slug(target.slug)?;
     let spent = publish_budget::spend(state, &caller.client).await?;
     let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
     let now = state.clock.now();
-    let after = state.pages.store.change_state(id, change, now).await?;
+    let after = state
+        .pages
+        .store
+        .change_state_expecting(id, change, now, conditions.expected_version)
+        .await??;
     Ok(Written {
         answer: StateChanged {
             slug: after.slug,

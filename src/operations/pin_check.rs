@@ -7,6 +7,7 @@ use crate::budget::store::CountMode;
 use crate::budget::WindowCount;
 use crate::client_ip::ClientIp;
 use crate::domain::PageSlug;
+use crate::metrics::PinFailure;
 use crate::pin;
 use crate::state::AppState;
 
@@ -50,6 +51,7 @@ pub async fn authorize(
             failures = full.count,
             "PIN check refused: too many failures"
         );
+        state.metrics.count_pin_failure(PinFailure::ClientRefused);
         return Err(ApiError::TooManyPinFailures {
             retry_after: full.reset,
         });
@@ -67,7 +69,10 @@ pub async fn authorize(
         return Err(ApiError::no_page(slug.as_str()));
     }
     let phc = page.pin_hash.ok_or(ApiError::PageLocked)?;
-    let given = given.ok_or(ApiError::PinRequired)?;
+    let Some(given) = given else {
+        state.metrics.count_pin_failure(PinFailure::Missing);
+        return Err(ApiError::PinRequired);
+    };
     let given = std::str::from_utf8(given)
         .map_err(|_| ApiError::validation(PIN_HEADER, "X-Page-Pin must be UTF-8 text"))?
         .to_owned();
@@ -80,6 +85,7 @@ pub async fn authorize(
             failures = full.count,
             "PIN check refused: too many failures against this page"
         );
+        state.metrics.count_pin_failure(PinFailure::PageRefused);
         return Err(if page.gone {
             ApiError::no_page(slug.as_str())
         } else {
@@ -113,6 +119,7 @@ pub async fn authorize(
         page_failures = page_failures.first().map(|w| w.count),
         "wrong page PIN"
     );
+    state.metrics.count_pin_failure(PinFailure::Wrong);
     // Counted like any wrong PIN, so a gone page's PIN cannot be guessed either.
     Err(if page.gone {
         ApiError::no_page(slug.as_str())

@@ -24,6 +24,10 @@ pub struct Problem {
     /// Seconds until the client may try again (also in the `Retry-After` header).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<i64>,
+    /// The page's version now, on `/problems/version-mismatch` (its `ETag` is
+    /// `"v{current_version}"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_version: Option<i64>,
 }
 
 impl Problem {
@@ -36,6 +40,7 @@ impl Problem {
             detail,
             field: None,
             retry_after: None,
+            current_version: None,
         }
     }
 }

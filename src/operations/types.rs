@@ -11,7 +11,8 @@ use utoipa::openapi::schema::{
 use utoipa::openapi::RefOr;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::domain::{is_bidi_control, is_visible, BODY_MAX_BYTES, TITLE_MAX};
+use crate::domain::{is_visible, BODY_MAX_BYTES, TITLE_MAX};
+use crate::invisible::is_dropped;
 use crate::pin::{PIN_MAX, PIN_MIN};
 
 /// `POST /api/pages`.
@@ -54,8 +55,9 @@ pub const SLUG_PATTERN: &str = "^[a-z0-9][a-z0-9.+-]{0,79}$";
 /// Basic Multilingual Plane are written `\uXXXX`, which ECMA-262, Python and Rust
 /// regexes all read; chars beyond it are written as themselves.
 pub struct Patterns {
-    /// A title as [`crate::domain::PageTitle::parse`] takes it: after removing bidi
-    /// controls and trimming whitespace, 1–200 chars.
+    /// A title as [`crate::domain::PageTitle::parse`] counts it: after removing the
+    /// invisible chars that go wherever they stand ([`is_dropped`]) and trimming
+    /// whitespace, 1–200 chars.
     pub title_length: String,
     /// Holds at least one visible char ([`is_visible`]); unanchored.
     pub title_visible: String,
@@ -65,7 +67,7 @@ pub struct Patterns {
 }
 
 pub static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
-    let bidi = class(is_bidi_control);
+    let bidi = class(is_dropped);
     let space = class(char::is_whitespace);
     let control = class(char::is_control);
     let edge = format!("{bidi}{space}");
@@ -138,9 +140,11 @@ fn title(nullable: bool) -> Schema {
     };
     AllOfBuilder::new()
         .description(Some(
-            "1–200 characters after bidi controls (U+202A–U+202E, U+2066–U+2069) are \
-             removed and whitespace is trimmed, at least one of them visible (a letter, \
-             digit, punctuation mark or symbol).",
+            "1–200 characters after invisible characters are removed (Unicode's \
+             Default_Ignorable_Code_Point: tag characters, bidi controls, zero-width \
+             spaces; zero-width joiners and variation selectors count here and are kept \
+             only where a script needs them) and whitespace is trimmed, at least one of \
+             them visible (a letter, digit, punctuation mark or symbol).",
         ))
         .item(shape)
         .item(

@@ -19,9 +19,11 @@
 //! ([`PageStore::changes_since`]), so every replica's snapshot follows every
 //! committed change exactly once, in order.
 
+pub mod history;
 pub mod moving;
 pub mod open;
 pub mod postgres;
+mod postgres_history;
 pub mod sqlite;
 
 use std::any::Any;
@@ -34,6 +36,9 @@ use futures_util::FutureExt as _;
 use crate::domain::{NewPage, PageBody, PageTitle};
 /// The records live below the store and `db` both, which build them.
 pub use crate::page_records as records;
+pub use history::{
+    PageVersion, Restored, VersionKind, VersionList, VersionMismatch, VersionSummary, WriteTerms,
+};
 pub use records::{
     Candidate, CandidateRef, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
     LedgerPage, Page, PageState, PageSummary, PinRecord, StateChange, Upserted,
@@ -77,9 +82,10 @@ pub trait PageBackend: Send + Sync + 'static {
     /// Which store this is, for logs: `sqlite`, …
     fn kind(&self) -> &'static str;
 
-    /// Inserts a new page at version 1, created and updated at `now`. A slug the
-    /// writer gave must be free in any state; a derived one takes the first free
-    /// `slug`, `slug-2`, … ([`crate::page_store::sqlite::pages::free_slug`] is the rule).
+    /// Inserts a new page at version 1, created and updated at `now`, and keeps
+    /// that version in its history (a `publish`). A slug the writer gave must be
+    /// free in any state; a derived one takes the first free `slug`, `slug-2`, …
+    /// ([`crate::page_store::sqlite::pages::free_slug`] is the rule).
     fn create(
         &self,
         page: NewPage,
@@ -88,17 +94,46 @@ pub trait PageBackend: Send + Sync + 'static {
     ) -> StoreFuture<'_, Result<Created, CreateRefused>>;
 
     /// Sets title and/or body of page `id` (`None` keeps it) and bumps its version
-    /// and `updated_at`; returns the new version.
+    /// and `updated_at`, keeping the new version in its history (an `update`) and
+    /// pruning it to `terms.keep`, all in one transaction; returns the new version.
+    /// A page not at `terms.expected` is left as it is ([`VersionMismatch`]).
     fn update(
         &self,
         id: i64,
         title: Option<PageTitle>,
         body: Option<PageBody>,
         now: i64,
-    ) -> StoreFuture<'_, i64>;
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Result<i64, VersionMismatch>>;
 
-    /// Archives or claims page `id` (once; again changes nothing).
-    fn change_state(&self, id: i64, change: StateChange, now: i64) -> StoreFuture<'_, PageState>;
+    /// Archives or claims page `id` (once; again changes nothing and keeps no
+    /// version), on `terms` as [`Self::update`].
+    fn change_state(
+        &self,
+        id: i64,
+        change: StateChange,
+        now: i64,
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Result<PageState, VersionMismatch>>;
+
+    /// Sets page `id`'s title and body to those of its kept version `version`, as
+    /// a new version (a `restore`), on `terms` as [`Self::update`]: the expected
+    /// version is checked first, then that the history holds `version`.
+    fn restore(
+        &self,
+        id: i64,
+        version: i64,
+        now: i64,
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Restored>;
+
+    /// How many versions of page `id` are kept, and `limit` of them from
+    /// `offset`, newest first.
+    fn versions(&self, id: i64, offset: i64, limit: i64) -> StoreFuture<'_, VersionList>;
+
+    /// Version `version` of page `id`, when its history holds it; with
+    /// `before`, the newest kept version older than `version` instead.
+    fn version(&self, id: i64, version: i64, before: bool) -> StoreFuture<'_, Option<PageVersion>>;
 
     /// The candidate page with this slug, or `None` (unknown, archived or claimed).
     fn page(&self, slug: String) -> StoreFuture<'_, Option<Page>>;
@@ -156,8 +191,10 @@ pub trait PageBackend: Send + Sync + 'static {
     fn count_all(&self) -> StoreFuture<'_, i64>;
 
     /// Upserts `pages` by slug in one transaction: all of them or, on any error,
-    /// none ([`crate::page_store::sqlite::pages::upsert`] is the rule).
-    fn import(&self, pages: Vec<ImportPage>, now: i64) -> StoreFuture<'_, ImportCounts>;
+    /// none ([`crate::page_store::sqlite::pages::upsert`] is the rule). Each page
+    /// inserted or changed keeps its new version (an `import`), its history pruned
+    /// to `keep` versions.
+    fn import(&self, pages: Vec<ImportPage>, now: i64, keep: i64) -> StoreFuture<'_, ImportCounts>;
 
     /// Whether a write could be kept now, for `/readyz`: `Err` with a few words
     /// for the answer (the details go to the log).
@@ -185,6 +222,11 @@ pub struct PageStore {
     backend: Arc<dyn PageBackend>,
     /// `true` while the store answers (or has not failed yet); shared by clones.
     up: Arc<AtomicBool>,
+    /// Where each call is counted and timed, once start-up has set it
+    /// (`agent_pages_page_store_calls_total`); shared by clones.
+    calls: crate::metrics::StoreCallsSlot,
+    /// Versions kept per page (`PAGE_HISTORY_VERSIONS`).
+    history_versions: i64,
 }
 
 impl PageStore {
@@ -193,12 +235,69 @@ impl PageStore {
         Self {
             backend: Arc::new(backend),
             up: Arc::new(AtomicBool::new(true)),
+            calls: Default::default(),
+            history_versions: history::DEFAULT_HISTORY_VERSIONS,
         }
     }
 
+    /// This handle keeping `versions` versions per page (at least 1) from now on.
+    pub fn with_history_versions(mut self, versions: i64) -> Self {
+        self.history_versions = versions.max(1);
+        self
+    }
+
+    /// Versions kept per page.
+    pub fn history_versions(&self) -> i64 {
+        self.history_versions
+    }
+
+    /// The terms of a write expecting `expected`.
+    fn terms(&self, expected: Option<i64>) -> WriteTerms {
+        WriteTerms {
+            keep: self.history_versions,
+            expected,
+        }
+    }
+
+    /// Counts and times every call (its clones' too) in `calls` from now on.
+    pub fn count_calls_in(&self, calls: crate::metrics::StoreCalls) {
+        self.calls.set(calls);
+    }
+
+    /// Awaits `call`, then [`PageStore::observe`]s its result with its time.
+    async fn timed<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, PageStoreError>>,
+    ) -> Result<T, PageStoreError> {
+        let started = std::time::Instant::now();
+        let result = call.await;
+        self.observe_timed(result, Some(started.elapsed()))
+    }
+
     /// Notes the result of a call: the first [`PageStoreError::Unavailable`] after
-    /// an answer logs a warning, the first answer after one logs the recovery.
+    /// an answer logs a warning, the first answer after one logs the recovery; and
+    /// counts it (`agent_pages_page_store_calls_total`, without a time). For a
+    /// result awaited elsewhere; a call made here goes through [`PageStore::timed`].
+    #[allow(dead_code)]
     fn observe<T>(&self, result: Result<T, PageStoreError>) -> Result<T, PageStoreError> {
+        self.observe_timed(result, None)
+    }
+
+    /// [`PageStore::observe`], with the call's time when it was measured.
+    fn observe_timed<T>(
+        &self,
+        result: Result<T, PageStoreError>,
+        took: Option<std::time::Duration>,
+    ) -> Result<T, PageStoreError> {
+        use crate::metrics::CallResult;
+        self.calls.record(
+            match &result {
+                Ok(_) => CallResult::Ok,
+                Err(PageStoreError::Busy(_)) => CallResult::Busy,
+                Err(_) => CallResult::Failed,
+            },
+            took,
+        );
         match &result {
             Err(PageStoreError::Unavailable(e)) => {
                 if self.up.swap(false, Ordering::SeqCst) {
@@ -236,10 +335,10 @@ impl PageStore {
         pin_hash: Option<String>,
         now: i64,
     ) -> Result<Result<Created, CreateRefused>, PageStoreError> {
-        self.observe(self.backend.create(page, pin_hash, now).await)
+        self.timed(self.backend.create(page, pin_hash, now)).await
     }
 
-    /// [`PageBackend::update`].
+    /// [`PageBackend::update`], whatever version the page is at.
     pub async fn update(
         &self,
         id: i64,
@@ -247,37 +346,110 @@ impl PageStore {
         body: Option<PageBody>,
         now: i64,
     ) -> Result<i64, PageStoreError> {
-        self.observe(self.backend.update(id, title, body, now).await)
+        self.update_expecting(id, title, body, now, None)
+            .await?
+            .map_err(|_| PageStoreError::Failed(format!("no page {id} to update")))
     }
 
-    /// [`PageBackend::change_state`].
+    /// [`PageBackend::update`], expecting the page at `expected` when given.
+    pub async fn update_expecting(
+        &self,
+        id: i64,
+        title: Option<PageTitle>,
+        body: Option<PageBody>,
+        now: i64,
+        expected: Option<i64>,
+    ) -> Result<Result<i64, VersionMismatch>, PageStoreError> {
+        let terms = self.terms(expected);
+        self.timed(self.backend.update(id, title, body, now, terms))
+            .await
+    }
+
+    /// [`PageBackend::change_state`], whatever version the page is at.
     pub async fn change_state(
         &self,
         id: i64,
         change: StateChange,
         now: i64,
     ) -> Result<PageState, PageStoreError> {
-        self.observe(self.backend.change_state(id, change, now).await)
+        self.change_state_expecting(id, change, now, None)
+            .await?
+            .map_err(|_| PageStoreError::Failed(format!("no page {id} to change")))
+    }
+
+    /// [`PageBackend::change_state`], expecting the page at `expected` when given.
+    pub async fn change_state_expecting(
+        &self,
+        id: i64,
+        change: StateChange,
+        now: i64,
+        expected: Option<i64>,
+    ) -> Result<Result<PageState, VersionMismatch>, PageStoreError> {
+        let terms = self.terms(expected);
+        self.timed(self.backend.change_state(id, change, now, terms))
+            .await
+    }
+
+    /// [`PageBackend::restore`], expecting the page at `expected` when given.
+    pub async fn restore(
+        &self,
+        id: i64,
+        version: i64,
+        now: i64,
+        expected: Option<i64>,
+    ) -> Result<Restored, PageStoreError> {
+        let terms = self.terms(expected);
+        self.timed(self.backend.restore(id, version, now, terms))
+            .await
+    }
+
+    /// [`PageBackend::versions`].
+    pub async fn versions(
+        &self,
+        id: i64,
+        offset: i64,
+        limit: i64,
+    ) -> Result<VersionList, PageStoreError> {
+        self.timed(self.backend.versions(id, offset, limit)).await
+    }
+
+    /// [`PageBackend::version`]: version `version` of page `id`.
+    pub async fn version(
+        &self,
+        id: i64,
+        version: i64,
+    ) -> Result<Option<PageVersion>, PageStoreError> {
+        self.timed(self.backend.version(id, version, false)).await
+    }
+
+    /// [`PageBackend::version`]: the newest kept version of page `id` older than
+    /// `version`.
+    pub async fn version_before(
+        &self,
+        id: i64,
+        version: i64,
+    ) -> Result<Option<PageVersion>, PageStoreError> {
+        self.timed(self.backend.version(id, version, true)).await
     }
 
     /// [`PageBackend::page`].
     pub async fn page(&self, slug: &str) -> Result<Option<Page>, PageStoreError> {
-        self.observe(self.backend.page(slug.to_owned()).await)
+        self.timed(self.backend.page(slug.to_owned())).await
     }
 
     /// [`PageBackend::ledger`].
     pub async fn ledger(&self, offset: i64, limit: i64) -> Result<LedgerPage, PageStoreError> {
-        self.observe(self.backend.ledger(offset, limit).await)
+        self.timed(self.backend.ledger(offset, limit)).await
     }
 
     /// [`PageBackend::pin_record`].
     pub async fn pin_record(&self, slug: &str) -> Result<Option<PinRecord>, PageStoreError> {
-        self.observe(self.backend.pin_record(slug.to_owned()).await)
+        self.timed(self.backend.pin_record(slug.to_owned())).await
     }
 
     /// [`PageBackend::generation`].
     pub async fn generation(&self) -> Result<i64, PageStoreError> {
-        self.observe(self.backend.generation().await)
+        self.timed(self.backend.generation()).await
     }
 
     /// [`PageBackend::epoch`].
@@ -287,12 +459,12 @@ impl PageStore {
 
     /// [`PageBackend::candidates`].
     pub async fn candidates(&self) -> Result<(i64, Vec<Candidate>), PageStoreError> {
-        self.observe(self.backend.candidates().await)
+        self.timed(self.backend.candidates()).await
     }
 
     /// [`PageBackend::each_candidate`].
     pub async fn each_candidate(&self, each: CandidateSink) -> Result<i64, PageStoreError> {
-        self.observe(self.backend.each_candidate(each).await)
+        self.timed(self.backend.each_candidate(each)).await
     }
 
     /// [`PageBackend::changes_since`].
@@ -300,17 +472,17 @@ impl PageStore {
         &self,
         since: i64,
     ) -> Result<Option<(i64, ChangedPages)>, PageStoreError> {
-        self.observe(self.backend.changes_since(since).await)
+        self.timed(self.backend.changes_since(since)).await
     }
 
     /// [`PageBackend::compact_changes`].
     pub async fn compact_changes(&self, keep: i64) -> Result<usize, PageStoreError> {
-        self.observe(self.backend.compact_changes(keep).await)
+        self.timed(self.backend.compact_changes(keep)).await
     }
 
     /// [`PageBackend::count_all`].
     pub async fn count_all(&self) -> Result<i64, PageStoreError> {
-        self.observe(self.backend.count_all().await)
+        self.timed(self.backend.count_all()).await
     }
 
     /// [`PageBackend::import`].
@@ -319,7 +491,8 @@ impl PageStore {
         pages: Vec<ImportPage>,
         now: i64,
     ) -> Result<ImportCounts, PageStoreError> {
-        self.observe(self.backend.import(pages, now).await)
+        self.timed(self.backend.import(pages, now, self.history_versions))
+            .await
     }
 
     /// [`PageBackend::check_ready`].

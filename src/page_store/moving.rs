@@ -7,10 +7,12 @@
 //!
 //! One SQLite read transaction (one snapshot) and one PostgreSQL transaction: an
 //! interrupted copy leaves the PostgreSQL database as it was (empty), and the copy
-//! is checked (page count and the sum of versions) before it commits.
+//! is checked (page count and the sum of versions) before it commits. Each page's
+//! history (`page_versions`) moves with it, row for row.
 
 use rusqlite::Connection;
 
+use crate::page_store::sqlite::history;
 use crate::page_store::sqlite::pages::{self, StoredRow};
 use crate::pg::{Pg, PgError};
 
@@ -21,6 +23,8 @@ const CHUNK: i64 = 1000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Copied {
     pub pages: u64,
+    /// Rows of page history (kept versions).
+    pub versions: u64,
     pub with_pin: u64,
     /// Archived or claimed.
     pub gone: u64,
@@ -43,6 +47,50 @@ impl From<tokio_postgres::Error> for CopyError {
     fn from(e: tokio_postgres::Error) -> Self {
         CopyError::Postgres(PgError::of(&e))
     }
+}
+
+/// Copies every row of `sqlite`'s page history into `tx`; returns how many, after
+/// checking PostgreSQL holds as many.
+async fn copy_history(
+    sqlite: &Connection,
+    tx: &tokio_postgres::Transaction<'_>,
+) -> Result<u64, CopyError> {
+    let insert = tx
+        .prepare(
+            "INSERT INTO page_versions (page_id, version, title, body, kind, created_at)
+             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[],
+                                  $5::text[], $6::bigint[])",
+        )
+        .await?;
+    let mut moved = 0u64;
+    let mut after = 0;
+    loop {
+        let rows = history::rows_after(sqlite, after, CHUNK)?;
+        let Some(last) = rows.last() else { break };
+        after = last.0;
+        let ids: Vec<i64> = rows.iter().map(|r| r.1).collect();
+        let versions: Vec<i64> = rows.iter().map(|r| r.2.version).collect();
+        let titles: Vec<&str> = rows.iter().map(|r| r.2.title.as_str()).collect();
+        let bodies: Vec<&str> = rows.iter().map(|r| r.2.body.as_str()).collect();
+        let kinds: Vec<&str> = rows.iter().map(|r| r.2.kind.as_str()).collect();
+        let times: Vec<i64> = rows.iter().map(|r| r.2.created_at).collect();
+        tx.execute(
+            &insert,
+            &[&ids, &versions, &titles, &bodies, &kinds, &times],
+        )
+        .await?;
+        moved += rows.len() as u64;
+    }
+    let present: i64 = tx
+        .query_one("SELECT count(*) FROM page_versions", &[])
+        .await?
+        .get(0);
+    if present != moved as i64 {
+        return Err(CopyError::Mismatch(format!(
+            "{present} history rows in PostgreSQL, {moved} read"
+        )));
+    }
+    Ok(moved)
 }
 
 /// Copies every page of `sqlite` (migrated) into the empty, migrated database of
@@ -114,6 +162,7 @@ async fn copy_in(sqlite: &Connection, pg: &Pg) -> Result<Copied, CopyError> {
             versions += row.version;
         }
     }
+    copied.versions = copy_history(sqlite, &tx).await?;
     let highest = pages::highest_id(sqlite)?;
     if highest > 0 {
         // The identity continues past every id the SQLite file ever gave.
@@ -136,6 +185,15 @@ async fn copy_in(sqlite: &Connection, pg: &Pg) -> Result<Copied, CopyError> {
             copied.pages
         )));
     }
+    // Another history (Issue 31 §1): a replica that followed this database while
+    // it was empty rebuilds in full rather than following the copy's generations.
+    tx.execute(
+        "UPDATE corpus_history SET history = gen_random_uuid(),
+                created_at = extract(epoch FROM now())::bigint
+         WHERE id = 1",
+        &[],
+    )
+    .await?;
     tx.commit().await?;
     Ok(copied)
 }

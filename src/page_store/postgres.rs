@@ -20,12 +20,14 @@ use futures_util::FutureExt as _;
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::{IsolationLevel, Row};
 
+use super::postgres_history;
 use super::{
     Candidate, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage, LedgerPage, Page,
-    PageBackend, PageState, PageStoreError, PinRecord, StateChange, StoreFuture,
+    PageBackend, PageState, PageStoreError, PageVersion, PinRecord, Restored, StateChange,
+    StoreFuture, VersionList, VersionMismatch, WriteTerms,
 };
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
-use crate::pg::{Call, CallError, Epoch, Pg, PgError, PgSettings};
+use crate::pg::{Call, CallError, Epoch, LastRead, Pg, PgError, PgSettings};
 
 const CANDIDATE: &str = "lifecycle = 'active' AND claimed_at IS NULL";
 
@@ -116,6 +118,7 @@ async fn read_generations(
     epoch: Epoch,
     mut waiting: mpsc::UnboundedReceiver<oneshot::Sender<Result<i64, PgError>>>,
 ) {
+    let mut last = LastRead::default();
     while let Some(first) = waiting.recv().await {
         let mut batch = vec![first];
         while let Ok(next) = waiting.try_recv() {
@@ -125,8 +128,8 @@ async fn read_generations(
         if batch.is_empty() {
             continue;
         }
-        let read = read_generation(&pg).await.map(|(generation, started)| {
-            epoch.saw(started);
+        let read = read_generation(&pg).await.map(|(generation, history)| {
+            epoch.saw(&mut last, history, generation);
             generation
         });
         for waiter in batch {
@@ -141,7 +144,7 @@ async fn read_generations(
 /// the call answers unavailable instead (the next one connects afresh, to a
 /// writable server only).
 ///
-/// Returns the generation and the server's start time (µs, see [`Epoch`]).
+/// Returns the generation and its history (`corpus_epoch()`, see [`Epoch`]).
 pub async fn read_generation(pg: &Pg) -> Result<(i64, i64), PgError> {
     pg.run(|c| {
         Box::pin(async move {
@@ -149,7 +152,7 @@ pub async fn read_generation(pg: &Pg) -> Result<(i64, i64), PgError> {
                 .prepare_cached(
                     "SELECT generation,
                             pg_is_in_recovery() OR current_setting('transaction_read_only')::bool,
-                            (extract(epoch FROM pg_postmaster_start_time()) * 1e6)::bigint
+                            corpus_epoch()
                      FROM corpus_generation WHERE id = 1",
                 )
                 .await?;
@@ -171,16 +174,6 @@ fn candidate(r: &Row) -> Candidate {
         version: r.get(1),
         slug: r.get(2),
         title: r.get(3),
-        updated_at: r.get(4),
-    }
-}
-
-fn page_state(r: &Row) -> PageState {
-    PageState {
-        slug: r.get(0),
-        version: r.get(1),
-        lifecycle: r.get(2),
-        claimed_at: r.get(3),
         updated_at: r.get(4),
     }
 }
@@ -264,7 +257,7 @@ fn chunks(batch: &[ImportPage]) -> Vec<&[ImportPage]> {
 impl PostgresPages {
     /// One call on a pooled client within the call deadline ([`Pg::run`]), as
     /// the store future the backend methods answer.
-    fn call<T, F>(&self, call: F) -> StoreFuture<'_, T>
+    pub(super) fn call<T, F>(&self, call: F) -> StoreFuture<'_, T>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut deadpool_postgres::Object) -> Call<'c, T> + Send + 'static,
@@ -299,13 +292,8 @@ impl PageBackend for PostgresPages {
                 .pg
                 .run(|c| {
                     Box::pin(async move {
-                        let insert = c
-                            .prepare_cached(
-                                "INSERT INTO pages (slug, title, body, pin_hash, created_at, updated_at)
-                                 VALUES ($1, $2, $3, $4, $5, $5)
-                                 ON CONFLICT (slug) DO NOTHING RETURNING id",
-                            )
-                            .await?;
+                        // The page and its version 1 in one statement.
+                        let insert = c.prepare_cached(postgres_history::CREATE_SQL).await?;
                         for _ in 0..CREATE_TRIES {
                             let slug = match &page.slug {
                                 Some(slug) if exists(c, slug.as_str()).await? => {
@@ -313,8 +301,7 @@ impl PageBackend for PostgresPages {
                                 }
                                 Some(slug) => slug.clone(),
                                 None => {
-                                    free_slug(c, &PageSlug::from_title(page.title.as_str()))
-                                        .await?
+                                    free_slug(c, &PageSlug::from_title(page.title.as_str())).await?
                                 }
                             };
                             let row = c
@@ -361,53 +348,37 @@ impl PageBackend for PostgresPages {
         title: Option<PageTitle>,
         body: Option<PageBody>,
         now: i64,
-    ) -> StoreFuture<'_, i64> {
-        self.call(move |c| {
-            Box::pin(async move {
-                let statement = c
-                    .prepare_cached(
-                        "UPDATE pages SET title = COALESCE($2, title),
-                                body = COALESCE($3, body),
-                                current_version = current_version + 1, updated_at = $4
-                         WHERE id = $1 RETURNING current_version",
-                    )
-                    .await?;
-                let title = title.as_ref().map(PageTitle::as_str);
-                let body = body.as_ref().map(PageBody::as_str);
-                let row = c.query_one(&statement, &[&id, &title, &body, &now]).await?;
-                Ok(row.get(0))
-            })
-        })
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Result<i64, VersionMismatch>> {
+        self.update_kept(id, title, body, now, terms)
     }
 
-    fn change_state(&self, id: i64, change: StateChange, now: i64) -> StoreFuture<'_, PageState> {
-        // The page as changed, or as it was when the change was a no-op (one
-        // statement, one snapshot).
-        let set = match change {
-            StateChange::Archive => {
-                "lifecycle = 'archived', current_version = current_version + 1, updated_at = $2
-                 WHERE id = $1 AND lifecycle = 'active'"
-            }
-            StateChange::Claim => {
-                "claimed_at = $2, current_version = current_version + 1, updated_at = $2
-                 WHERE id = $1 AND claimed_at IS NULL"
-            }
-        };
-        let sql = format!(
-            "WITH changed AS (
-                 UPDATE pages SET {set}
-                 RETURNING slug, current_version, lifecycle, claimed_at, updated_at)
-             SELECT * FROM changed
-             UNION ALL
-             SELECT slug, current_version, lifecycle, claimed_at, updated_at FROM pages
-             WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM changed)"
-        );
-        self.call(move |c| {
-            Box::pin(async move {
-                let statement = c.prepare_cached(&sql).await?;
-                Ok(page_state(&c.query_one(&statement, &[&id, &now]).await?))
-            })
-        })
+    fn change_state(
+        &self,
+        id: i64,
+        change: StateChange,
+        now: i64,
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Result<PageState, VersionMismatch>> {
+        self.change_state_kept(id, change, now, terms)
+    }
+
+    fn restore(
+        &self,
+        id: i64,
+        version: i64,
+        now: i64,
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Restored> {
+        self.restore_kept(id, version, now, terms)
+    }
+
+    fn versions(&self, id: i64, offset: i64, limit: i64) -> StoreFuture<'_, VersionList> {
+        self.versions_kept(id, offset, limit)
+    }
+
+    fn version(&self, id: i64, version: i64, before: bool) -> StoreFuture<'_, Option<PageVersion>> {
+        self.version_kept(id, version, before)
     }
 
     fn page(&self, slug: String) -> StoreFuture<'_, Option<Page>> {
@@ -619,26 +590,13 @@ impl PageBackend for PostgresPages {
         })
     }
 
-    fn import(&self, batch: Vec<ImportPage>, now: i64) -> StoreFuture<'_, ImportCounts> {
+    fn import(&self, batch: Vec<ImportPage>, now: i64, keep: i64) -> StoreFuture<'_, ImportCounts> {
         self.call_unbounded(move |c| {
             Box::pin(async move {
                 let tx = c.transaction().await?;
                 tx.batch_execute(LONG_STATEMENT).await?;
-                let upsert = tx
-                    .prepare(
-                        "INSERT INTO pages (slug, title, body, pin_hash, created_at, updated_at)
-                         SELECT slug, title, body, pin_hash, $5, $5
-                         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
-                              AS t(slug, title, body, pin_hash)
-                         ON CONFLICT (slug) DO UPDATE
-                             SET title = EXCLUDED.title, body = EXCLUDED.body,
-                                 current_version = pages.current_version + 1,
-                                 updated_at = EXCLUDED.updated_at
-                             WHERE pages.title <> EXCLUDED.title
-                                OR pages.body <> EXCLUDED.body
-                         RETURNING (xmax = 0)",
-                    )
-                    .await?;
+                // Each page written and its new version in one statement.
+                let upsert = tx.prepare(&postgres_history::import_sql()).await?;
                 let mut counts = ImportCounts::default();
                 for chunk in chunks(&batch) {
                     let slugs: Vec<&str> = chunk.iter().map(|p| p.slug.as_str()).collect();
@@ -647,7 +605,7 @@ impl PageBackend for PostgresPages {
                     let pins: Vec<Option<&str>> =
                         chunk.iter().map(|p| p.pin_hash.as_deref()).collect();
                     let rows = tx
-                        .query(&upsert, &[&slugs, &titles, &bodies, &pins, &now])
+                        .query(&upsert, &[&slugs, &titles, &bodies, &pins, &now, &keep])
                         .await?;
                     let inserted = rows.iter().filter(|r| r.get::<_, bool>(0)).count();
                     counts.inserted += inserted;
@@ -663,9 +621,11 @@ impl PageBackend for PostgresPages {
     fn check_ready(&self) -> BoxFuture<'_, Result<(), String>> {
         async move {
             // What a write needs: a server that assigns transaction ids (a standby
-            // cannot) and does not default to read-only transactions.
+            // cannot) and does not default to read-only transactions. Asked on the
+            // control pool: page calls holding every page connection are a busy
+            // database, not one that is down (Issue 31 §3).
             let checked = self
-                .pg
+                .control
                 .run(|c| {
                     Box::pin(async move {
                         let row = c
@@ -682,6 +642,9 @@ impl PageBackend for PostgresPages {
             match checked {
                 Ok(true) => Ok(()),
                 Ok(false) => Err("the database is read-only".to_owned()),
+                // It answers, slowly: requests get `database-busy`, and taking this
+                // replica out of rotation would move the load, not lift it.
+                Err(PgError::Busy(_)) => Ok(()),
                 Err(PgError::Failed(e)) => {
                     tracing::error!(error = %e, "readiness: database");
                     Err("the database failed".to_owned())

@@ -20,6 +20,16 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0002_rate_limit_counters",
         include_str!("../../migrations/postgres/0002_rate_limit_counters.sql"),
     ),
+    (
+        3,
+        "0003_corpus_history",
+        include_str!("../../migrations/postgres/0003_corpus_history.sql"),
+    ),
+    (
+        4,
+        "0004_page_history",
+        include_str!("../../migrations/postgres/0004_page_history.sql"),
+    ),
 ];
 
 /// The advisory lock key of a migration run (any constant of our own).

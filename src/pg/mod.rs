@@ -29,22 +29,57 @@ use tokio_postgres::config::{SslMode, TargetSessionAttrs};
 /// search up.
 pub const CONTROL_CONNECTIONS: usize = 2;
 
-/// The start time (µs) of the server that answered the last generation read, shared
-/// with the budget calls that read the generation too: a server restored from a
-/// backup or promoted after a failover started at another time, and its generations
-/// may not be the ones this process followed.
+/// Which history the corpus generations read last belong to (Issue 31 §1): the
+/// database's `corpus_epoch()` (`migrations/postgres/0003_corpus_history.sql`: a
+/// random id written with the schema and by `copy`, the database's OID, the
+/// `corpus_generation` table's OID and the server's start time, hashed to 64 bits),
+/// changed again each time a reader sees the generation go backwards within one
+/// history (a restore that kept all four). Shared by every task that reads the
+/// generation (the generation reader, the budget batches); each keeps its own
+/// [`LastRead`], since only one task's reads are in order.
 #[derive(Clone, Default)]
-pub struct Epoch(std::sync::Arc<std::sync::atomic::AtomicU64>);
+pub struct Epoch(Arc<EpochCell>);
+
+#[derive(Default)]
+struct EpochCell {
+    /// The value [`Epoch::get`] answers.
+    value: std::sync::atomic::AtomicU64,
+    /// Generations seen going backwards, ever; mixed into `value`. Updated with
+    /// `value` under this lock, so a reader that saw no rewind never stores a value
+    /// without one another reader counted.
+    rewinds: std::sync::Mutex<u64>,
+}
+
+/// What one reader saw last: the history and the generation, in read order (each
+/// read starts after the one before it answered, so within one history its
+/// generations never go down).
+#[derive(Debug, Default)]
+pub struct LastRead(Option<(i64, i64)>);
 
 impl Epoch {
-    /// Notes the start time of the server that answered a generation read.
-    pub fn saw(&self, started_us: i64) {
-        self.0
-            .store(started_us as u64, std::sync::atomic::Ordering::Release);
+    /// Notes a read of `generation` in `history` (`corpus_epoch()`) by the reader
+    /// whose previous read is `last`.
+    pub fn saw(&self, last: &mut LastRead, history: i64, generation: i64) {
+        use std::sync::atomic::Ordering;
+        let mut rewinds = self.0.rewinds.lock().expect("epoch lock poisoned");
+        if let Some((seen, before)) = last.0 {
+            if seen == history && generation < before {
+                *rewinds += 1;
+                tracing::warn!(
+                    generation,
+                    before,
+                    "the corpus generation went backwards: a new history (a restore)"
+                );
+            }
+        }
+        last.0 = Some((history, generation));
+        let value = (history as u64) ^ rewinds.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0.value.store(value, Ordering::Release);
     }
 
+    /// The history of the generations read last (0 before any read).
     pub fn get(&self) -> u64 {
-        self.0.load(std::sync::atomic::Ordering::Acquire)
+        self.0.value.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 
@@ -247,8 +282,9 @@ pub enum PgError {
     /// it may pass by itself.
     #[error("PostgreSQL unavailable: {0}")]
     Unavailable(String),
-    /// A lock was held, or a statement ran, past the deadline, or two writers
-    /// collided (serialization failure, deadlock): retry in a second.
+    /// A lock was held, or a statement ran, past the deadline, two writers
+    /// collided (serialization failure, deadlock), or every pooled connection
+    /// stayed in use past the deadline: retry in a second.
     #[error("PostgreSQL busy: {0}")]
     Busy(String),
     /// The server refused the statement itself (a bug, corruption): answer 500.
@@ -276,8 +312,11 @@ fn classify(e: &tokio_postgres::Error) -> (PgError, bool) {
     };
     match code {
         // The server is starting up, shutting down or in recovery (before the
-        // 57P class below, which would take it).
-        "57P03" => (PgError::Down(detail), true),
+        // 57P class below, which would take it); or it has no connection slot free
+        // for us (too many connections for the server, the database or the role,
+        // before the 53 class below): it takes none now, as one not up yet, and
+        // start-up waits for it the same way (Issue 31 §3).
+        "57P03" | "53300" => (PgError::Down(detail), true),
         // Connection exceptions, admin/crash shutdown, cannot connect now, a demoted
         // primary (read-only transaction), authentication and authorization.
         c if c.starts_with("08") || c.starts_with("57P") || c.starts_with("28") => {
@@ -356,6 +395,12 @@ impl PgError {
             PoolError::Backend(e) => Self::of(&e),
             PoolError::Timeout(deadpool_postgres::TimeoutType::Create) => {
                 Self::Down("connecting took longer than the deadline".into())
+            }
+            // Every connection of the pool is in use by this process's own calls
+            // (each bounded by the deadline): the database answers, it is busy
+            // (Issue 31 §3).
+            PoolError::Timeout(deadpool_postgres::TimeoutType::Wait) => {
+                Self::Busy("no pooled database connection came free within the deadline".into())
             }
             PoolError::Timeout(kind) => {
                 Self::Unavailable(format!("no database connection in time ({kind:?})"))

@@ -40,6 +40,35 @@ pub struct Readiness {
 /// snapshot is built and the budget store takes a write
 /// ([`crate::budget::store::BudgetStore::check_ready`]); else 503. JSON either way.
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+    let body = readiness(&state).await;
+    let mut response = if body.ready {
+        HttpResponse::Ok()
+    } else {
+        HttpResponse::ServiceUnavailable()
+    };
+    response
+        .insert_header(("Cache-Control", "no-store"))
+        .json(body)
+}
+
+impl Readiness {
+    /// The failing checks by their `agent_pages_ready{reason}` names
+    /// (`crate::metrics::READY_REASONS`): `page_store`, `snapshot`, `budget_store`.
+    pub fn failing(&self) -> Vec<&'static str> {
+        [
+            ("page_store", &self.database),
+            ("snapshot", &self.snapshot),
+            ("budget_store", &self.budget_store),
+        ]
+        .into_iter()
+        .filter(|(_, check)| check.as_str() != "ok")
+        .map(|(reason, _)| reason)
+        .collect()
+    }
+}
+
+/// Every readiness check, as `/readyz` answers them (and `/metrics`' `ready` gauge).
+pub async fn readiness(state: &AppState) -> Readiness {
     // Answers say which check failed in a few words; the details go to the log.
     let database = match state.pages.store.check_ready().await {
         Ok(()) => "ok".to_owned(),
@@ -52,25 +81,17 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     };
     let budget_store = match state.budgets.store.check_files() {
         Err(why) => why,
-        Ok(()) => budget_store(&state).await,
+        Ok(()) => budget_store(state).await,
     };
     let ready = [&database, &snapshot, &budget_store]
         .iter()
         .all(|c| c.as_str() == "ok");
-    let body = Readiness {
+    Readiness {
         ready,
         database,
         snapshot,
         budget_store,
-    };
-    let mut response = if ready {
-        HttpResponse::Ok()
-    } else {
-        HttpResponse::ServiceUnavailable()
-    };
-    response
-        .insert_header(("Cache-Control", "no-store"))
-        .json(body)
+    }
 }
 
 /// Whether the budget store takes a write now

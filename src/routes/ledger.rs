@@ -72,7 +72,7 @@ pub async fn ledger(
             .into_iter()
             .map(|p| Row {
                 slug: p.slug,
-                title: p.title,
+                title: shown(&p.title),
                 version: p.version,
                 updated_at: format_time(p.updated_at),
             })
@@ -84,6 +84,11 @@ pub async fn ledger(
         total,
     };
     render(&state, &req, StatusCode::OK, "ledger.html", context)
+}
+
+/// `title` as a reader is shown it: without invisible chars ([`crate::invisible`]).
+fn shown(title: &str) -> String {
+    crate::invisible::strip(title).into_owned()
 }
 
 fn last_page(total: i64) -> i64 {
@@ -130,19 +135,33 @@ pub async fn page(
         Ok(Some(p)) => {
             let has_body = !p.body.trim().is_empty();
             let rendered = state.pages.markdown.rendered(p.id, p.version, p.body).await;
+            // Titles stored before the title rules removed invisible chars are
+            // shown without them.
+            let title = shown(&p.title);
             let context = PageContext {
-                meta_description: description(&p.title, &rendered.summary),
-                og_title: p.title.clone(),
+                meta_description: description(&title, &rendered.summary),
+                og_title: title.clone(),
                 page: PageView {
                     has_body,
                     body_html: rendered.html.clone(),
                     slug: p.slug,
-                    title: p.title,
+                    title,
                     version: p.version,
                     updated_at: format_time(p.updated_at),
                 },
             };
-            render(&state, &req, StatusCode::OK, "page.html", context)
+            let version = context.page.version;
+            let mut page = render(&state, &req, StatusCode::OK, "page.html", context);
+            if page.status() == StatusCode::OK {
+                page.headers_mut().insert(
+                    actix_web::http::header::ETAG,
+                    actix_web::http::header::HeaderValue::from_str(
+                        &crate::http::preconditions::etag(version),
+                    )
+                    .expect("an entity tag is a header value"),
+                );
+            }
+            page
         }
         Ok(None) => page_not_found(&state, &req),
         Err(e) => internal_error(&state, &req, e),

@@ -3,6 +3,7 @@
 pub mod api;
 pub mod assets;
 pub mod health;
+pub mod history;
 pub mod ledger;
 pub mod metrics;
 pub mod search;

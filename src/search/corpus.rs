@@ -358,6 +358,9 @@ pub struct Corpus {
     /// in: generations of another history say nothing about it (a restored backup,
     /// a failover that lost commits), so a different one means a full reload.
     epoch: std::sync::atomic::AtomicU64,
+    /// How many times the history changed under a snapshot of this process (mixed
+    /// into every fingerprint built after, see [`Corpus::current`]).
+    histories: std::sync::atomic::AtomicU64,
     current: RwLock<Arc<Snapshot>>,
     /// Held while the snapshot is rebuilt or updated.
     rebuild: tokio::sync::Mutex<()>,
@@ -375,6 +378,7 @@ impl Corpus {
         Self {
             store,
             epoch: std::sync::atomic::AtomicU64::new(u64::MAX),
+            histories: std::sync::atomic::AtomicU64::new(0),
             current: RwLock::new(Arc::new(Snapshot::build(-1, Vec::new()))),
             rebuild: tokio::sync::Mutex::new(()),
             fetches,
@@ -413,27 +417,49 @@ impl Corpus {
             None => self.store.generation().await?,
         };
         // Read after the generation, which it belongs to.
-        let epoch = self.store.epoch();
-        let same_history = || self.epoch.load(Ordering::Acquire) == epoch;
-        if same_history() {
-            if let Some(s) = self.at_least(generation) {
+        let mut epoch = self.store.epoch();
+        let same_history = |epoch: u64| self.epoch.load(Ordering::Acquire) == epoch;
+        if same_history(epoch) {
+            if let Some(s) = self.exactly(generation) {
                 return Ok(s);
             }
         }
         // One rebuild at a time; the others find its result when they get the lock.
         let _guard = self.rebuild.lock().await;
-        if same_history() {
-            if let Some(s) = self.at_least(generation) {
-                return Ok(s);
-            }
-        }
         let base = self.peek();
+        let mut generation = generation;
+        if same_history(epoch) && base.generation > generation {
+            // Behind the snapshot: a read that raced the one the snapshot came from,
+            // or a history that went back (Issue 31 §1). A read that starts now
+            // tells which: within one history it is at least the snapshot's.
+            generation = self.store.generation().await?;
+            epoch = self.store.epoch();
+        }
+        if same_history(epoch) && base.generation == generation {
+            return Ok(base);
+        }
         let since = base.generation;
-        let changed = if since >= 0 && same_history() {
+        // Generations of another history, or lower than the snapshot's, say nothing
+        // about what changed since it: a full rebuild.
+        let new_history = since >= 0 && (!same_history(epoch) || generation < since);
+        let changed = if since >= 0 && !new_history {
             self.store.changes_since(since).await?
         } else {
             None
         };
+        if new_history {
+            // Ids and versions may repeat in the new history (a restored identity
+            // gives the removed pages' ids again), so the fingerprint of the
+            // rebuilt snapshot carries how many histories this process has seen:
+            // no cached answer of an earlier one is found under it.
+            self.histories.fetch_add(1, Ordering::AcqRel);
+            tracing::warn!(
+                generation,
+                since,
+                "the page store's history changed: rebuilding the candidate snapshot in full"
+            );
+        }
+        let histories = self.histories.load(Ordering::Acquire);
         let snapshot = match changed {
             Some((generation, changes)) => {
                 let started = std::time::Instant::now();
@@ -485,9 +511,16 @@ impl Corpus {
                 // CPU work (the index's last steps): off the async worker, on a
                 // thread that ends with it, so its scratch goes back to the system.
                 let snapshot = tokio::task::spawn_blocking(move || {
-                    std::thread::spawn(move || Arc::new(builder.finish(generation)))
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    std::thread::spawn(move || {
+                        let mut snapshot = builder.finish(generation);
+                        if histories > 0 {
+                            // Ids are positive: no page's pair.
+                            snapshot.fingerprint.add_pair(-1, histories as i64);
+                        }
+                        Arc::new(snapshot)
+                    })
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
                 })
                 .await
                 .map_err(|e| PageStoreError::Failed(format!("building the snapshot: {e}")))?;
@@ -508,14 +541,15 @@ impl Corpus {
         Ok(snapshot)
     }
 
+    /// The snapshot held now if it is at `generation`.
+    fn exactly(&self, generation: i64) -> Option<Arc<Snapshot>> {
+        let s = self.current.read().expect("snapshot lock poisoned");
+        (s.generation == generation).then(|| s.clone())
+    }
+
     /// The snapshot held now, without reading the database (for metrics).
     pub fn peek(&self) -> Arc<Snapshot> {
         self.current.read().expect("snapshot lock poisoned").clone()
-    }
-
-    fn at_least(&self, generation: i64) -> Option<Arc<Snapshot>> {
-        let s = self.current.read().expect("snapshot lock poisoned");
-        (s.generation >= generation).then(|| s.clone())
     }
 }
 

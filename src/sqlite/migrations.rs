@@ -30,6 +30,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0004_budget_counters_moved",
         include_str!("../../migrations/0004_budget_counters_moved.sql"),
     ),
+    (
+        5,
+        "0005_page_history",
+        include_str!("../../migrations/0005_page_history.sql"),
+    ),
 ];
 
 /// The budget database's migrations, in order: (version, name, SQL).

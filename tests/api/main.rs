@@ -9,6 +9,7 @@ mod deadlines;
 mod errors;
 mod forwarded;
 mod head;
+mod history;
 mod lifecycle;
 mod openapi;
 mod other_writers;

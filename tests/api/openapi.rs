@@ -5,11 +5,14 @@ use serde_json::Value;
 use crate::helpers::spawn_app;
 
 /// Every route `startup::routes_config` registers under `/api`, with its methods.
-const ROUTES: [(&str, &[&str]); 5] = [
+const ROUTES: [(&str, &[&str]); 8] = [
     ("/api/pages", &["get", "post"]),
     ("/api/pages/{slug}", &["get", "put"]),
     ("/api/pages/{slug}/archive", &["post"]),
     ("/api/pages/{slug}/claim", &["post"]),
+    ("/api/pages/{slug}/versions", &["get"]),
+    ("/api/pages/{slug}/versions/{version}", &["get"]),
+    ("/api/pages/{slug}/restore", &["post"]),
     ("/api/openapi.json", &["get"]),
 ];
 
@@ -45,11 +48,19 @@ async fn the_document_is_openapi_3_1_and_lists_every_route() {
         .collect();
     expected.sort();
     assert_eq!(documented, expected);
-    assert_eq!(documented.len(), 7, "the loop below checks every operation");
+    assert_eq!(
+        documented.len(),
+        10,
+        "the loop below checks every operation"
+    );
 
     // Every documented operation answers (not the API's "no route" 404).
     for (path, method) in &documented {
-        let url = app.url(&path.replace("{slug}", "kubernetes"));
+        let url = app.url(
+            &path
+                .replace("{slug}", "kubernetes")
+                .replace("{version}", "1"),
+        );
         let r = app
             .client
             .request(method.to_uppercase().parse().unwrap(), url)
@@ -79,14 +90,19 @@ async fn the_document_is_openapi_3_1_and_lists_every_route() {
         ("/api/pages/{slug}", "put"),
         ("/api/pages/{slug}/archive", "post"),
         ("/api/pages/{slug}/claim", "post"),
+        ("/api/pages/{slug}/restore", "post"),
     ] {
         let op = &paths[path][method];
-        assert!(op["parameters"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["name"] == "X-Page-Pin" && p["in"] == "header"));
+        let header = |name: &str| {
+            op["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == name && p["in"] == "header")
+        };
+        assert!(header("X-Page-Pin") && header("If-Match"), "{path}");
         assert!(op["responses"]["429"].is_object(), "{path}");
+        assert!(op["responses"]["412"].is_object(), "{path}");
     }
     assert_eq!(
         schemas["CreatePage"]["required"],

@@ -9,7 +9,9 @@ mod helpers;
 
 mod budgets;
 mod envelope;
+mod faces;
 mod lifecycle;
 mod limits;
+mod page_text;
 mod rebinding;
 mod tools;

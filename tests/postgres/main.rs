@@ -47,8 +47,6 @@ mod api_search_effects;
 // Of `tests/search/`: the cache over the store's generation, the outcome matrix.
 #[path = "../search/cache.rs"]
 mod search_cache;
-#[path = "../search/carry.rs"]
-mod search_carry;
 #[path = "../search/matrix.rs"]
 mod search_matrix;
 

@@ -26,11 +26,13 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt as _;
 use rusqlite::{Connection, Transaction};
 
+pub mod history;
 pub mod pages;
 
 use super::{
     Candidate, CandidateSink, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
-    LedgerPage, Page, PageBackend, PageState, PageStoreError, PinRecord, StateChange, StoreFuture,
+    LedgerPage, Page, PageBackend, PageState, PageStoreError, PageVersion, PinRecord, Restored,
+    StateChange, StoreFuture, VersionList, VersionMismatch, WriteTerms,
 };
 use crate::domain::{NewPage, PageBody, PageTitle};
 use crate::faults::Fault;
@@ -263,7 +265,8 @@ impl PageBackend for SqlitePages {
         pin_hash: Option<String>,
         now: i64,
     ) -> StoreFuture<'_, Result<Created, CreateRefused>> {
-        self.write(move |tx| pages::create(tx, &page, pin_hash.as_deref(), now))
+        // Version 1 is the only one: the bound does not matter.
+        self.write(move |tx| history::create(tx, &page, pin_hash.as_deref(), now, 1))
             .boxed()
     }
 
@@ -273,14 +276,48 @@ impl PageBackend for SqlitePages {
         title: Option<PageTitle>,
         body: Option<PageBody>,
         now: i64,
-    ) -> StoreFuture<'_, i64> {
-        self.write(move |tx| pages::update(tx, id, title.as_ref(), body.as_ref(), now))
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Result<i64, VersionMismatch>> {
+        self.write(move |tx| history::update(tx, id, title.as_ref(), body.as_ref(), now, terms))
             .boxed()
     }
 
-    fn change_state(&self, id: i64, change: StateChange, now: i64) -> StoreFuture<'_, PageState> {
-        self.write(move |tx| pages::change_state(tx, id, change, now))
+    fn change_state(
+        &self,
+        id: i64,
+        change: StateChange,
+        now: i64,
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Result<PageState, VersionMismatch>> {
+        self.write(move |tx| history::change_state(tx, id, change, now, terms))
             .boxed()
+    }
+
+    fn restore(
+        &self,
+        id: i64,
+        version: i64,
+        now: i64,
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Restored> {
+        self.write(move |tx| history::restore(tx, id, version, now, terms))
+            .boxed()
+    }
+
+    fn versions(&self, id: i64, offset: i64, limit: i64) -> StoreFuture<'_, VersionList> {
+        self.read(move |c| history::versions(c, id, offset, limit))
+            .boxed()
+    }
+
+    fn version(&self, id: i64, version: i64, before: bool) -> StoreFuture<'_, Option<PageVersion>> {
+        self.read(move |c| {
+            if before {
+                history::version_before(c, id, version)
+            } else {
+                history::version_of(c, id, version)
+            }
+        })
+        .boxed()
     }
 
     fn page(&self, slug: String) -> StoreFuture<'_, Option<Page>> {
@@ -346,8 +383,8 @@ impl PageBackend for SqlitePages {
         self.read(|c| pages::count_all(c)).boxed()
     }
 
-    fn import(&self, batch: Vec<ImportPage>, now: i64) -> StoreFuture<'_, ImportCounts> {
-        self.write(move |tx| pages::upsert_all(tx, &batch, now))
+    fn import(&self, batch: Vec<ImportPage>, now: i64, keep: i64) -> StoreFuture<'_, ImportCounts> {
+        self.write(move |tx| history::import_all(tx, &batch, now, keep))
             .boxed()
     }
 

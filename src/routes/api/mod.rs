@@ -8,6 +8,7 @@
 //! [`Caller`](crate::operations::Caller); the MCP tools ([`crate::mcp`]) call the same operations, so both
 //! count against the same budgets.
 
+pub mod history;
 pub mod openapi;
 
 use actix_web::http::header;
@@ -57,6 +58,21 @@ pub fn scope() -> actix_web::Scope {
                 .default_service(web::to(|| wrong_method("POST"))),
         )
         .service(
+            web::resource("/pages/{slug}/versions")
+                .route(web::get().to(history::versions))
+                .default_service(web::to(|| wrong_method("GET, HEAD"))),
+        )
+        .service(
+            web::resource("/pages/{slug}/versions/{version}")
+                .route(web::get().to(history::version))
+                .default_service(web::to(|| wrong_method("GET, HEAD"))),
+        )
+        .service(
+            web::resource("/pages/{slug}/restore")
+                .route(web::post().to(history::restore))
+                .default_service(web::to(|| wrong_method("POST"))),
+        )
+        .service(
             web::resource("/openapi.json")
                 .route(web::get().to(openapi::document))
                 .default_service(web::to(|| wrong_method("GET, HEAD"))),
@@ -73,7 +89,7 @@ async fn wrong_method(allow: &'static str) -> Result<HttpResponse, ApiError> {
 }
 
 /// The page `slug` names with the `X-Page-Pin` header of `req`, as sent.
-fn target<'a>(req: &'a HttpRequest, slug: &'a str) -> Target<'a> {
+pub(crate) fn target<'a>(req: &'a HttpRequest, slug: &'a str) -> Target<'a> {
     let pin = req
         .headers()
         .get(pin_check::PIN_HEADER)
@@ -81,9 +97,10 @@ fn target<'a>(req: &'a HttpRequest, slug: &'a str) -> Target<'a> {
     Target { slug, pin }
 }
 
-/// The conditions of the write `req` asks for (none yet: see [`Conditions`]).
-fn conditions(_req: &HttpRequest) -> Conditions {
-    Conditions::default()
+/// The conditions of the write `req` asks for: its `If-Match`
+/// ([`crate::http::preconditions`]).
+pub(crate) fn conditions(req: &HttpRequest) -> Result<Conditions, ApiError> {
+    crate::http::preconditions::conditions(req)
 }
 
 /// Publish a page.
@@ -126,7 +143,7 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let input: CreatePage = body::read_json(&state.api.bodies, &req, payload).await?;
     let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let written = pages::publish(&state, &caller, input, conditions(&req)).await?;
+    let written = pages::publish(&state, &caller, input, conditions(&req)?).await?;
     let mut response = HttpResponse::Created();
     response.insert_header((
         header::LOCATION,
@@ -166,7 +183,8 @@ pub async fn list(
     tag = "pages",
     params(("slug" = String, Path, description = "The page's slug")),
     responses(
-        (status = 200, description = "The page", body = PageView),
+        (status = 200, description = "The page", body = PageView,
+            headers(("ETag" = String, description = "`\"v{version}\"` (strong): send it back in `If-Match` to write only this version"))),
         (status = 404, description = "No published page has this slug", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -176,7 +194,10 @@ pub async fn get(
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let caller = crate::http::caller(&req, &state.trusted_proxies);
-    Ok(HttpResponse::Ok().json(pages::read(&state, &caller, &slug).await?))
+    let page = pages::read(&state, &caller, &slug).await?;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::ETAG, crate::http::preconditions::etag(page.version)))
+        .json(page))
 }
 
 /// Replace a page's title and/or body.
@@ -191,12 +212,14 @@ pub async fn get(
     params(
         ("slug" = String, Path, description = "The page's slug"),
         ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
+        ("If-Match" = Option<String>, Header, description = "`\"v{version}\"`: write only if the page is at this version (else 412 and nothing changes); `*` or absent: whatever version it is at"),
     ),
     responses(
         (status = 200, description = "Updated", body = Updated),
         (status = 400, description = "Invalid field or malformed JSON", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "`If-Match` names another version than the page's (`/problems/version-mismatch`, with `current_version`): nothing changed", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over 300 KiB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many wrong PINs this hour from this client, or against this page from all clients together, which refuses every PIN for it, the right one included (`/problems/too-many-pin-failures`); or the client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
@@ -217,12 +240,12 @@ pub async fn update(
     let input: UpdatePage = body::read_json(&state.api.bodies, &req, payload).await?;
     let caller = crate::http::caller(&req, &state.trusted_proxies);
     let target = target(&req, &slug);
-    let updated = pages::update(&state, &caller, target, input, conditions(&req)).await?;
+    let updated = pages::update(&state, &caller, target, input, conditions(&req)?).await?;
     Ok(spent_headers(updated, HttpResponse::Ok()))
 }
 
 /// `response` with `body` as JSON and the spend's `RateLimit` headers.
-fn spent_headers<T: serde::Serialize>(
+pub(crate) fn spent_headers<T: serde::Serialize>(
     Written {
         answer: body,
         spent,
@@ -242,11 +265,13 @@ fn spent_headers<T: serde::Serialize>(
     params(
         ("slug" = String, Path, description = "The page's slug"),
         ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
+        ("If-Match" = Option<String>, Header, description = "`\"v{version}\"`: write only if the page is at this version (else 412 and nothing changes); `*` or absent: whatever version it is at"),
     ),
     responses(
         (status = 200, description = "Archived", body = StateChanged),
         (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "`If-Match` names another version than the page's (`/problems/version-mismatch`, with `current_version`): nothing changed", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many wrong PINs this hour from this client, or against this page from all clients together, which refuses every PIN for it, the right one included (`/problems/too-many-pin-failures`); or the client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
         (status = 503, description = "The request budget cannot be checked right now (`/problems/budget-unavailable`, retry after 1 s), the database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
@@ -259,7 +284,7 @@ pub async fn archive(
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let archived = pages::archive(&state, &caller, target(&req, &slug), conditions(&req)).await?;
+    let archived = pages::archive(&state, &caller, target(&req, &slug), conditions(&req)?).await?;
     Ok(spent_headers(archived, HttpResponse::Ok()))
 }
 
@@ -273,11 +298,13 @@ pub async fn archive(
     params(
         ("slug" = String, Path, description = "The page's slug"),
         ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
+        ("If-Match" = Option<String>, Header, description = "`\"v{version}\"`: write only if the page is at this version (else 412 and nothing changes); `*` or absent: whatever version it is at"),
     ),
     responses(
         (status = 200, description = "Claimed", body = StateChanged),
         (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "`If-Match` names another version than the page's (`/problems/version-mismatch`, with `current_version`): nothing changed", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many wrong PINs this hour from this client, or against this page from all clients together, which refuses every PIN for it, the right one included (`/problems/too-many-pin-failures`); or the client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
         (status = 503, description = "The request budget cannot be checked right now (`/problems/budget-unavailable`, retry after 1 s), the database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
@@ -290,6 +317,6 @@ pub async fn claim(
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let claimed = pages::claim(&state, &caller, target(&req, &slug), conditions(&req)).await?;
+    let claimed = pages::claim(&state, &caller, target(&req, &slug), conditions(&req)?).await?;
     Ok(spent_headers(claimed, HttpResponse::Ok()))
 }

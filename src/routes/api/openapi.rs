@@ -12,12 +12,14 @@ use utoipa::Number;
 use utoipa::{Modify, OpenApi};
 
 use crate::operations::error::Problem;
+use crate::operations::history::{RestorePage, VersionItem, VersionList, VersionView};
 use crate::operations::pages::MAX_PAGE;
 use crate::operations::pin_check::PIN_HEADER;
 use crate::operations::types::{
     self, CreatePage, Created, PageList, PageListItem, PageView, StateChanged, UpdatePage, Updated,
     SLUG_PATTERN,
 };
+use crate::page_store::VersionKind;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -33,7 +35,12 @@ use crate::operations::types::{
             /problems/publish-rate-limited (429, with Retry-After), /problems/request-timeout \
             (408), /problems/too-many-open-bodies (503), /problems/budget-unavailable (503), \
             /problems/database-busy (503), /problems/storage-unavailable (503), \
-            /problems/internal (500). After 10 wrong PINs in an hour (windows aligned to the \
+            /problems/version-mismatch (412, with current_version), /problems/internal (500). \
+            Page reads send ETag \"v{version}\" (strong); PUT, archive, claim and restore \
+            honour If-Match (a stale tag is 412 and nothing changes; * or no header writes \
+            whatever version the page is at). Every write keeps the version it made: the \
+            newest PAGE_HISTORY_VERSIONS (default 100) versions of each page can be read \
+            and restored. After 10 wrong PINs in an hour (windows aligned to the \
             Unix epoch) a client gets 429 on every PIN-protected route until the hour ends; \
             after PIN_FAILURES_PER_PAGE_PER_HOUR (default 20) wrong PINs against one page in \
             an hour, from all clients together, every PIN check of that page is 429 for \
@@ -46,6 +53,9 @@ use crate::operations::types::{
         super::update,
         super::archive,
         super::claim,
+        super::history::versions,
+        super::history::version,
+        super::history::restore,
         document
     ),
     components(schemas(
@@ -57,6 +67,11 @@ use crate::operations::types::{
         PageView,
         PageList,
         PageListItem,
+        RestorePage,
+        VersionList,
+        VersionItem,
+        VersionView,
+        VersionKind,
         Problem
     )),
     tags((name = "pages", description = "Pages published by agents")),

@@ -84,6 +84,12 @@ struct TitleRun {
 
 /// Cuts `title` at `ranges` (sorted, disjoint byte ranges on char boundaries, from
 /// [`crate::search::rank::highlight`]); a range that does not fit the title is ignored.
+/// Each run is shown without invisible chars ([`crate::invisible::strip`]), for
+/// titles stored before the title rules removed them.
+fn shown(text: &str) -> String {
+    crate::invisible::strip(text).into_owned()
+}
+
 fn highlighted(title: &str, ranges: &[std::ops::Range<usize>]) -> Vec<TitleRun> {
     let mut runs = Vec::new();
     let mut at = 0;
@@ -93,19 +99,19 @@ fn highlighted(title: &str, ranges: &[std::ops::Range<usize>]) -> Vec<TitleRun> 
         }
         if range.start > at {
             runs.push(TitleRun {
-                text: title[at..range.start].to_owned(),
+                text: shown(&title[at..range.start]),
                 mark: false,
             });
         }
         runs.push(TitleRun {
-            text: title[range.clone()].to_owned(),
+            text: shown(&title[range.clone()]),
             mark: true,
         });
         at = range.end;
     }
     if at < title.len() {
         runs.push(TitleRun {
-            text: title[at..].to_owned(),
+            text: shown(&title[at..]),
             mark: false,
         });
     }

@@ -12,6 +12,8 @@
 
 use std::sync::Arc;
 
+pub(super) mod walk;
+
 use super::postings::{Blocks, Postings};
 use crate::search::chunked::{ChunkedLists, ChunkedVec};
 

@@ -1,14 +1,18 @@
 //! Query word → lexicon words: which distinct corpus words a query word matches,
 //! and how well (a quality in `0.0..=1.0`, 1.0 = the same word).
 //!
-//! Each query word is compared once with each plausible distinct word (never once
-//! per title), using rapidfuzz's cached OSA comparator: OSA counts an adjacent
-//! transposition (`mdoe` → `mode`) as one edit, where Levenshtein counts two, and
-//! transpositions are the most common typo in short words.
+//! Each query word is matched against the distinct words (never once per title)
+//! by a bounded-edit walk of the lexicon (`lexicon::walk`: the sorted length
+//! buckets walked as a trie, with the OSA rows of the words' prefixes), whose
+//! cost follows the words near the query rather than the lexicon's size. OSA
+//! counts an adjacent transposition (`mdoe` → `mode`) as one edit, where
+//! Levenshtein counts two, and transpositions are the most common typo in short
+//! words. The highlighter's head lengths use rapidfuzz's cached OSA comparator.
 
 use rapidfuzz::distance::osa;
 
-use super::lexicon::{char_mask, Lexicon, HEAD_CHARS};
+use super::lexicon::walk::Neighbourhood;
+use super::lexicon::Lexicon;
 
 /// Edits allowed for a query word of `len` chars: none up to 2 chars (a one-edit
 /// neighbourhood of `to` is half the dictionary), one up to 5, two beyond.
@@ -109,96 +113,28 @@ pub(super) fn lookup(lexicon: &Lexicon, query: &QueryWord, out: &mut Vec<WordHit
         return;
     }
 
-    let comparator = osa::BatchComparator::new(q.iter().copied());
-    let args = osa::Args::default().score_cutoff(budget);
-    let prefix_budget = prefix_typo_budget(len);
-    let q_mask = char_mask(q);
-    let lacks_at_most = |mask: u64, k: usize| at_most_bits(q_mask & !mask, k);
-    // ... and each edit brings at most one char the query lacks into the word.
-    let adds_at_most = |mask: u64, k: usize| at_most_bits(mask & !q_mask, k);
-    let shortest_head = len.saturating_sub(prefix_budget).max(1);
-    // A head must be typed exactly up to 4 chars: words longer than the whole
-    // rule reaches are found by binary search, not compared one by one.
-    let exact_heads = prefix && prefix_budget == 0;
-    let longest = if prefix && !exact_heads {
-        usize::MAX
-    } else {
-        len + budget
+    let heads = prefix.then(|| prefix_typo_budget(len));
+    let neighbourhood = Neighbourhood {
+        query: q,
+        whole: budget,
+        heads,
     };
-    if exact_heads {
-        let mut ids = Vec::new();
-        lexicon.with_prefix_from(q, len + budget + 1, &mut ids);
-        out.extend(ids.into_iter().map(|word| WordHit {
-            word,
-            quality: prefix_quality(0, len, lexicon.word(word).len()),
-            edits: 0,
-        }));
-    }
-    for (word_len, bucket) in lexicon.buckets(len - budget, longest) {
-        let whole = word_len <= len + budget;
-        let as_prefix = prefix && word_len > len;
-        let head_max = if as_prefix {
-            longest_head(len, prefix_budget, word_len)
-        } else {
-            0
+    lexicon.neighbours(&neighbourhood, |n| {
+        let whole = n.whole.map(|d| (full_quality(d as usize, len), d));
+        let head = n.head.map(|d| (prefix_quality(d as usize, len, n.len), d));
+        let best = match (whole, head) {
+            (Some(w), Some(h)) if h.0 > w.0 => Some(h),
+            (Some(w), _) => Some(w),
+            (None, h) => h,
         };
-        for chunk in bucket.chunks() {
-            for (k, &id) in chunk.ids.iter().enumerate() {
-                let mut best: Option<(f32, usize)> = None;
-                if whole
-                    && lacks_at_most(chunk.masks[k], budget)
-                    && adds_at_most(chunk.masks[k], budget)
-                {
-                    let word = chunk.word(k, word_len);
-                    if let Some(d) = comparator.distance_with_args(word.iter().copied(), &args) {
-                        best = Some((full_quality(d, len), d));
-                    }
-                }
-                if as_prefix {
-                    // The signature of the longest head tried must lack at most
-                    // `prefix_budget` of the query's chars; the precomputed head
-                    // signature is tried first.
-                    let plausible = prefix_budget == 0
-                        || if head_max <= HEAD_CHARS {
-                            lacks_at_most(chunk.head_masks[k], prefix_budget)
-                                && (head_max == HEAD_CHARS.min(word_len)
-                                    || lacks_at_most(
-                                        char_mask(&chunk.word(k, word_len)[..head_max]),
-                                        prefix_budget,
-                                    ))
-                        } else {
-                            lacks_at_most(
-                                char_mask(&chunk.word(k, word_len)[..head_max]),
-                                prefix_budget,
-                            )
-                        };
-                    // Every head tried holds the shortest one's chars.
-                    let plausible = plausible
-                        && (prefix_budget == 0
-                            || adds_at_most(
-                                char_mask(&chunk.word(k, word_len)[..shortest_head]),
-                                prefix_budget,
-                            ));
-                    let edits = plausible
-                        .then(|| prefix_match(&comparator, q, chunk.word(k, word_len)))
-                        .flatten();
-                    if let Some((d, _)) = edits {
-                        let p = prefix_quality(d, len, word_len);
-                        if best.is_none_or(|(b, _)| p > b) {
-                            best = Some((p, d));
-                        }
-                    }
-                }
-                if let Some((quality, edits)) = best {
-                    out.push(WordHit {
-                        word: id,
-                        quality,
-                        edits: edits as u8,
-                    });
-                }
-            }
+        if let Some((quality, edits)) = best {
+            out.push(WordHit {
+                word: n.id,
+                quality,
+                edits,
+            });
         }
-    }
+    });
 }
 
 /// The prefix rule for one word longer than the query `q` (cached in
@@ -224,16 +160,6 @@ pub(super) fn prefix_match(
 /// Longest head of a `word_len`-char word tried for a query of `len` chars.
 fn longest_head(len: usize, budget: usize, word_len: usize) -> usize {
     (len + budget).min(word_len - 1)
-}
-
-/// Whether `bits` has at most `k` bits set. Clearing the lowest set bit `k` times
-/// is cheaper than `count_ones` on the baseline x86-64 target, which has no
-/// `popcnt` instruction and runs this once per lexicon word.
-fn at_most_bits(mut bits: u64, k: usize) -> bool {
-    for _ in 0..k {
-        bits &= bits.wrapping_sub(1);
-    }
-    bits == 0
 }
 
 /// Fewest OSA edits between the query (cached in `comparator`) and a head of
@@ -331,6 +257,127 @@ mod tests {
         }
         out.retain(|w| !w.is_empty());
         out
+    }
+
+    /// [`lookup`]'s hits, sorted, as `(word, quality bits, edits)`.
+    fn looked_up(index: &RankIndex, query: &QueryWord) -> Vec<(u32, u32, u8)> {
+        let mut got = Vec::new();
+        lookup(&index.lexicon, query, &mut got);
+        let mut got: Vec<(u32, u32, u8)> = got
+            .iter()
+            .map(|h| (h.word, h.quality.to_bits(), h.edits))
+            .collect();
+        got.sort_unstable();
+        got
+    }
+
+    /// A deterministic generator (a 64-bit LCG's high bits).
+    fn lcg(seed: u64) -> impl FnMut() -> usize {
+        let mut state = seed;
+        move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        }
+    }
+
+    #[test]
+    fn the_walk_finds_what_comparing_every_word_finds_on_random_words() {
+        // A small alphabet, so that words crowd each other's neighbourhoods
+        // (many near words, long shared prefixes, chunk edges everywhere).
+        const ALPHABET: &[char] = &['a', 'b', 'c', 'd', 'e', 'é'];
+        let mut next = lcg(0x7e57_0a1c);
+        let word = |next: &mut dyn FnMut() -> usize, max: usize| -> String {
+            let n = 1 + next() % max;
+            (0..n).map(|_| ALPHABET[next() % ALPHABET.len()]).collect()
+        };
+        let titles: Vec<String> = (0..4000)
+            .map(|_| {
+                (0..1 + next() % 4)
+                    .map(|_| word(&mut next, 12))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        let index = RankIndex::build(
+            titles
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i as i64, t.as_str())),
+        );
+        let mut found = 0;
+        for n in 0..800 {
+            let chars: Vec<char> = word(&mut next, 14).chars().collect();
+            let query = QueryWord {
+                chars,
+                prefix: n % 2 == 0,
+            };
+            let got = looked_up(&index, &query);
+            found += got.len();
+            let word: String = query.chars.iter().collect();
+            assert_eq!(got, every_word(&index, &query), "{word:?} {}", query.prefix);
+        }
+        assert!(found > 5_000, "{found}");
+    }
+
+    #[test]
+    fn the_walk_finds_what_comparing_every_word_finds_on_real_words_with_typos() {
+        // The first 8,000 titles of the bundled demo corpus; queries are its
+        // words with one or two random edits, and random strings.
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(crate::import::DEMO_CORPUS_GZ)
+            .read_to_string(&mut text)
+            .unwrap();
+        let titles: Vec<String> = text
+            .lines()
+            .take(8_000)
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| Some(v.get("title")?.as_str()?.to_owned()))
+            .collect();
+        let index = RankIndex::build(
+            titles
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i as i64, t.as_str())),
+        );
+        let words: Vec<&[char]> = (0..index.lexicon.len() as u32)
+            .map(|id| index.lexicon.word(id))
+            .filter(|w| !w.is_empty())
+            .collect();
+        const NOISE: &[char] = &['a', 'e', 'o', 's', 't', 'r', 'z', 'q', '1', 'ü'];
+        let mut next = lcg(0x5eed_1234);
+        let mut matched = 0;
+        for n in 0..1200 {
+            let mut chars: Vec<char> = if n % 5 == 4 {
+                (0..1 + next() % 12)
+                    .map(|_| NOISE[next() % NOISE.len()])
+                    .collect()
+            } else {
+                words[next() % words.len()].to_vec()
+            };
+            for _ in 0..next() % 3 {
+                let k = next() % (chars.len() + 1);
+                let c = NOISE[next() % NOISE.len()];
+                match next() % 4 {
+                    0 if k < chars.len() => chars[k] = c,
+                    1 if k < chars.len() && chars.len() > 1 => {
+                        chars.remove(k);
+                    }
+                    2 if k + 1 < chars.len() => chars.swap(k, k + 1),
+                    _ => chars.insert(k, c),
+                }
+            }
+            let query = QueryWord {
+                chars,
+                prefix: next() % 2 == 0,
+            };
+            let got = looked_up(&index, &query);
+            matched += usize::from(!got.is_empty());
+            let word: String = query.chars.iter().collect();
+            assert_eq!(got, every_word(&index, &query), "{word:?} {}", query.prefix);
+        }
+        assert!(matched > 500, "{matched}");
     }
 
     #[test]

@@ -1,0 +1,231 @@
+//! Page history as operations both faces expose (issue 32 §1): the list of a
+//! page's kept versions, one version, and restoring one. Visibility follows the
+//! page: an active page's history is public; a gone (archived or claimed) page's is
+//! 404 to everyone who does not send its PIN, checked (and a wrong one counted) as
+//! for a write ([`pin_check::authorize`]). A restore is a write like an update:
+//! the publish budget, then the PIN check, then the store, with the same
+//! [`Conditions`].
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::error::ApiError;
+use super::pages::{path_slug, Conditions, Target, Written};
+use super::publish_budget;
+use super::types::{ListQuery, Updated};
+use super::{pin_check, Caller};
+use crate::domain::PageSlug;
+use crate::page_store::{PageVersion, Restored, VersionKind};
+use crate::state::AppState;
+
+/// Rows of a history list unless `per_page` says otherwise, and the most it may say
+/// (as the page list's).
+pub use super::pages::{DEFAULT_PER_PAGE, MAX_PAGE, MAX_PER_PAGE};
+
+/// `POST /api/pages/{slug}/restore`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, expecting = "a JSON object")]
+pub struct RestorePage {
+    /// The kept version whose title and body become the page's new version.
+    #[schema(minimum = 1, example = 3)]
+    pub version: i64,
+}
+
+/// One kept version in a page's history list (no body). Times are unix seconds.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VersionItem {
+    pub version: i64,
+    pub title: String,
+    /// What made this version.
+    pub kind: VersionKind,
+    /// When it was written.
+    pub created_at: i64,
+    /// Bytes of its body (UTF-8).
+    pub body_bytes: i64,
+    /// Where people read it (the HTML version page, with a diff to the one before).
+    pub url: String,
+}
+
+/// One page of a page's history, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VersionList {
+    pub slug: String,
+    pub versions: Vec<VersionItem>,
+    /// This page number, from 1.
+    pub page: i64,
+    pub per_page: i64,
+    /// Versions kept in all (at most `PAGE_HISTORY_VERSIONS`).
+    pub total: i64,
+    /// The next page number, or null on the last page.
+    pub next_page: Option<i64>,
+}
+
+/// One kept version of a page, with its Markdown body. Times are unix seconds.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VersionView {
+    pub slug: String,
+    pub version: i64,
+    pub title: String,
+    pub body: String,
+    pub kind: VersionKind,
+    pub created_at: i64,
+    /// Where people read it (the HTML version page).
+    pub url: String,
+}
+
+/// The page's id when `caller` may read its history: any page that is a
+/// candidate; a gone one only with its PIN in `target.pin` (else 404).
+pub async fn readable(
+    state: &AppState,
+    caller: &Caller,
+    target: Target<'_>,
+) -> Result<(PageSlug, i64), ApiError> {
+    let slug = path_slug(target.slug)?;
+    let record = state
+        .pages
+        .store
+        .pin_record(slug.as_str())
+        .await?
+        .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
+    if !record.gone {
+        return Ok((slug, record.id));
+    }
+    let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
+    Ok((slug, id))
+}
+
+/// Where the HTML page of version `version` of `slug` is.
+pub fn version_url(caller: &Caller, slug: &str, version: i64) -> String {
+    caller.origin.url(&format!("/p/{slug}/v/{version}"))
+}
+
+/// One page of the history of the page `target` names, newest first; `query`
+/// holds `page` and `per_page` as sent, under the page list's rules.
+pub async fn versions(
+    state: &AppState,
+    caller: &Caller,
+    target: Target<'_>,
+    query: &ListQuery,
+) -> Result<VersionList, ApiError> {
+    let (per_page, page) = super::pages::paging(query)?;
+    let (slug, id) = readable(state, caller, target).await?;
+    let offset = (page - 1) * per_page;
+    let listed = state.pages.store.versions(id, offset, per_page).await?;
+    let total = listed.total;
+    Ok(VersionList {
+        versions: listed
+            .rows
+            .into_iter()
+            .map(|v| VersionItem {
+                url: version_url(caller, slug.as_str(), v.version),
+                version: v.version,
+                title: v.title,
+                kind: v.kind,
+                created_at: v.created_at,
+                body_bytes: v.body_bytes,
+            })
+            .collect(),
+        slug: slug.to_string(),
+        page,
+        per_page,
+        total,
+        next_page: (offset + per_page < total).then_some(page + 1),
+    })
+}
+
+/// `version` as sent in a path: a whole number from 1, else no such version (404).
+pub fn path_version(slug: &str, version: &str) -> Result<i64, ApiError> {
+    match crate::domain::parse_whole_number(Some(version)) {
+        Ok(Some(n)) => i64::try_from(n).map_err(|_| no_version(slug, version)),
+        _ => Err(no_version(slug, version)),
+    }
+}
+
+fn no_version(slug: &str, version: impl std::fmt::Display) -> ApiError {
+    ApiError::NotFound(format!(
+        "the page `{slug}` keeps no version {version} (never written, or older than the versions kept)"
+    ))
+}
+
+/// Version `version` of the page `target` names, and the kept version before it
+/// when `with_previous` (for the diff of the HTML face).
+pub async fn version(
+    state: &AppState,
+    caller: &Caller,
+    target: Target<'_>,
+    version: &str,
+    with_previous: bool,
+) -> Result<(PageSlug, PageVersion, Option<PageVersion>), ApiError> {
+    let n = path_version(target.slug, version)?;
+    let (slug, id) = readable(state, caller, target).await?;
+    let found = state
+        .pages
+        .store
+        .version(id, n)
+        .await?
+        .ok_or_else(|| no_version(slug.as_str(), n))?;
+    let previous = if with_previous {
+        state.pages.store.version_before(id, n).await?
+    } else {
+        None
+    };
+    Ok((slug, found, previous))
+}
+
+/// [`version`] as `GET /api/pages/{slug}/versions/{n}` answers it.
+pub async fn version_view(
+    state: &AppState,
+    caller: &Caller,
+    target: Target<'_>,
+    n: &str,
+) -> Result<VersionView, ApiError> {
+    let (slug, v, _) = version(state, caller, target, n, false).await?;
+    Ok(VersionView {
+        url: version_url(caller, slug.as_str(), v.version),
+        slug: slug.to_string(),
+        version: v.version,
+        title: v.title,
+        body: v.body,
+        kind: v.kind,
+        created_at: v.created_at,
+    })
+}
+
+/// Makes a new version of the page `target` names whose title and body are those
+/// of its kept version `input.version`, for `caller`: the slug, the field, then
+/// the publish budget, then the PIN check, then the write (as an update). Errors
+/// as `POST /api/pages/{slug}/restore` answers them.
+pub async fn restore(
+    state: &AppState,
+    caller: &Caller,
+    target: Target<'_>,
+    input: RestorePage,
+    conditions: Conditions,
+) -> Result<Written<Updated>, ApiError> {
+    let slug = path_slug(target.slug)?;
+    if input.version < 1 {
+        return Err(ApiError::validation(
+            "version",
+            "version must be a whole number from 1",
+        ));
+    }
+    let spent = publish_budget::spend(state, &caller.client).await?;
+    let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
+    let now = state.clock.now();
+    let restored = state
+        .pages
+        .store
+        .restore(id, input.version, now, conditions.expected_version)
+        .await?;
+    match restored {
+        Restored::Done(version) => Ok(Written {
+            answer: Updated {
+                slug: slug.to_string(),
+                version,
+            },
+            spent,
+        }),
+        Restored::NoSuchVersion => Err(no_version(slug.as_str(), input.version)),
+        Restored::Mismatch(stale) => Err(stale.into()),
+    }
+}

@@ -1,0 +1,307 @@
+//! The page writes with their history (issue 32 §1–§2), over PostgreSQL: each
+//! write is one statement whose data-modifying CTEs change the page, insert the
+//! version it made into `page_versions` and delete the page's versions older than
+//! the newest [`WriteTerms::keep`], so the three commit together. The expected
+//! version is a condition of the `UPDATE` itself (`current_version = $n`): of two
+//! writers expecting the same version, the second re-checks the row after the
+//! first commits (READ COMMITTED's rule for `UPDATE`) and changes nothing. No row
+//! is locked before the `UPDATE`, so the counter-then-pages lock order of
+//! `migrations/postgres/0001_pages.sql` holds.
+
+use tokio_postgres::Row;
+
+use super::postgres::PostgresPages;
+use super::{
+    PageVersion, Restored, StoreFuture, VersionKind, VersionList, VersionMismatch, VersionSummary,
+    WriteTerms,
+};
+use crate::domain::{PageBody, PageTitle};
+use crate::page_records::{PageState, StateChange};
+
+/// The CTEs that keep the row `changed` returned (`id, current_version, title,
+/// body, updated_at`) as a version of kind `$kind` and prune to `$keep`.
+fn keep_version(kind: &str, keep: &str) -> String {
+    format!(
+        "kept AS (
+             INSERT INTO page_versions (page_id, version, title, body, kind, created_at)
+             SELECT id, current_version, title, body, {kind}, updated_at FROM changed),
+         pruned AS (
+             DELETE FROM page_versions v USING changed
+             WHERE v.page_id = changed.id AND v.version <= changed.current_version - {keep})"
+    )
+}
+
+/// `UPDATE pages` of an update: `$1` id, `$2` title, `$3` body, `$4` now, `$5`
+/// expected version (or null), `$6` versions kept. Answers the new version, or
+/// null and the current one.
+pub fn update_sql() -> String {
+    format!(
+        "WITH changed AS (
+             UPDATE pages SET title = COALESCE($2, title), body = COALESCE($3, body),
+                    current_version = current_version + 1, updated_at = $4
+             WHERE id = $1 AND ($5::bigint IS NULL OR current_version = $5)
+             RETURNING id, current_version, title, body, updated_at),
+         {}
+         SELECT (SELECT current_version FROM changed),
+                (SELECT current_version FROM pages WHERE id = $1)",
+        keep_version("'update'", "$6")
+    )
+}
+
+/// `$1` id, `$2` now, `$3` expected (or null), `$4` versions kept. Answers the
+/// page's state, whether it changed, and its version before the statement.
+fn change_state_sql(change: StateChange) -> String {
+    let (set, still, kind) = match change {
+        StateChange::Archive => (
+            "lifecycle = 'archived', current_version = current_version + 1, updated_at = $2",
+            "lifecycle = 'active'",
+            "'archive'",
+        ),
+        StateChange::Claim => (
+            "claimed_at = $2, current_version = current_version + 1, updated_at = $2",
+            "claimed_at IS NULL",
+            "'claim'",
+        ),
+    };
+    format!(
+        "WITH changed AS (
+             UPDATE pages SET {set}
+             WHERE id = $1 AND {still} AND ($3::bigint IS NULL OR current_version = $3)
+             RETURNING id, current_version, title, body, updated_at, slug, lifecycle,
+                       claimed_at),
+         {}
+         SELECT slug, current_version, lifecycle, claimed_at, updated_at, true FROM changed
+         UNION ALL
+         SELECT slug, current_version, lifecycle, claimed_at, updated_at, false FROM pages
+         WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM changed)",
+        keep_version(kind, "$4")
+    )
+}
+
+/// `$1` id, `$2` version to restore, `$3` now, `$4` expected (or null), `$5`
+/// versions kept. Answers the new version (or null), whether the history holds
+/// `$2`, and the page's version before the statement.
+const RESTORE_SQL: &str = "WITH old AS (
+         SELECT title, body FROM page_versions WHERE page_id = $1 AND version = $2),
+     changed AS (
+         UPDATE pages p SET title = old.title, body = old.body,
+                current_version = p.current_version + 1, updated_at = $3
+         FROM old
+         WHERE p.id = $1 AND ($4::bigint IS NULL OR p.current_version = $4)
+         RETURNING p.id, p.current_version, p.title, p.body, p.updated_at),
+     kept AS (
+         INSERT INTO page_versions (page_id, version, title, body, kind, created_at)
+         SELECT id, current_version, title, body, 'restore', updated_at FROM changed),
+     pruned AS (
+         DELETE FROM page_versions v USING changed
+         WHERE v.page_id = changed.id AND v.version <= changed.current_version - $5)
+     SELECT (SELECT current_version FROM changed), EXISTS (SELECT 1 FROM old),
+            (SELECT current_version FROM pages WHERE id = $1)";
+
+/// The import upsert with its history: `$1`–`$4` the columns, `$5` now, `$6`
+/// versions kept. Answers per page written whether it was inserted.
+pub fn import_sql() -> String {
+    format!(
+        "WITH changed AS (
+             INSERT INTO pages (slug, title, body, pin_hash, created_at, updated_at)
+             SELECT slug, title, body, pin_hash, $5, $5
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+                  AS t(slug, title, body, pin_hash)
+             ON CONFLICT (slug) DO UPDATE
+                 SET title = EXCLUDED.title, body = EXCLUDED.body,
+                     current_version = pages.current_version + 1,
+                     updated_at = EXCLUDED.updated_at
+                 WHERE pages.title <> EXCLUDED.title
+                    OR pages.body <> EXCLUDED.body
+             RETURNING id, current_version, title, body, updated_at, (xmax = 0) AS inserted),
+         {}
+         SELECT inserted FROM changed",
+        keep_version("'import'", "$6")
+    )
+}
+
+/// The create insert with version 1 kept: `$1`–`$5` slug, title, body, PIN hash,
+/// now. Answers the id, or no row when the slug is taken.
+pub const CREATE_SQL: &str = "WITH created AS (
+         INSERT INTO pages (slug, title, body, pin_hash, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $5)
+         ON CONFLICT (slug) DO NOTHING RETURNING id, title, body, created_at),
+     kept AS (
+         INSERT INTO page_versions (page_id, version, title, body, kind, created_at)
+         SELECT id, 1, title, body, 'publish', created_at FROM created)
+     SELECT id FROM created";
+
+/// The stale answer of a statement whose `UPDATE` changed nothing.
+fn stale(current: Option<i64>) -> VersionMismatch {
+    VersionMismatch {
+        current: current.unwrap_or(0),
+    }
+}
+
+fn version_row(r: &Row) -> PageVersion {
+    PageVersion {
+        version: r.get(0),
+        title: r.get(1),
+        body: r.get(2),
+        kind: VersionKind::parse(r.get(3)),
+        created_at: r.get(4),
+    }
+}
+
+impl PostgresPages {
+    /// [`super::PageBackend::update`].
+    pub(super) fn update_kept(
+        &self,
+        id: i64,
+        title: Option<PageTitle>,
+        body: Option<PageBody>,
+        now: i64,
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Result<i64, VersionMismatch>> {
+        self.call(move |c| {
+            Box::pin(async move {
+                let statement = c.prepare_cached(&update_sql()).await?;
+                let title = title.as_ref().map(PageTitle::as_str);
+                let body = body.as_ref().map(PageBody::as_str);
+                let row = c
+                    .query_one(
+                        &statement,
+                        &[&id, &title, &body, &now, &terms.expected, &terms.keep],
+                    )
+                    .await?;
+                Ok(match row.get::<_, Option<i64>>(0) {
+                    Some(version) => Ok(version),
+                    None => Err(stale(row.get(1))),
+                })
+            })
+        })
+    }
+
+    /// [`super::PageBackend::change_state`].
+    pub(super) fn change_state_kept(
+        &self,
+        id: i64,
+        change: StateChange,
+        now: i64,
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Result<PageState, VersionMismatch>> {
+        let sql = change_state_sql(change);
+        self.call(move |c| {
+            Box::pin(async move {
+                let statement = c.prepare_cached(&sql).await?;
+                let r = c
+                    .query_one(&statement, &[&id, &now, &terms.expected, &terms.keep])
+                    .await?;
+                let state = PageState {
+                    slug: r.get(0),
+                    version: r.get(1),
+                    lifecycle: r.get(2),
+                    claimed_at: r.get(3),
+                    updated_at: r.get(4),
+                };
+                let changed: bool = r.get(5);
+                Ok(match terms.expected {
+                    Some(expected) if !changed && state.version != expected => {
+                        Err(stale(Some(state.version)))
+                    }
+                    _ => Ok(state),
+                })
+            })
+        })
+    }
+
+    /// [`super::PageBackend::restore`].
+    pub(super) fn restore_kept(
+        &self,
+        id: i64,
+        version: i64,
+        now: i64,
+        terms: WriteTerms,
+    ) -> StoreFuture<'_, Restored> {
+        self.call(move |c| {
+            Box::pin(async move {
+                let statement = c.prepare_cached(RESTORE_SQL).await?;
+                let r = c
+                    .query_one(
+                        &statement,
+                        &[&id, &version, &now, &terms.expected, &terms.keep],
+                    )
+                    .await?;
+                let current: Option<i64> = r.get(2);
+                Ok(match (r.get::<_, Option<i64>>(0), r.get::<_, bool>(1)) {
+                    (Some(new), _) => Restored::Done(new),
+                    _ if terms.expected.is_some_and(|e| Some(e) != current) => {
+                        Restored::Mismatch(stale(current))
+                    }
+                    _ => Restored::NoSuchVersion,
+                })
+            })
+        })
+    }
+
+    /// [`super::PageBackend::versions`].
+    pub(super) fn versions_kept(
+        &self,
+        id: i64,
+        offset: i64,
+        limit: i64,
+    ) -> StoreFuture<'_, VersionList> {
+        self.call(move |c| {
+            Box::pin(async move {
+                // The count and the rows in one statement (one snapshot).
+                let statement = c
+                    .prepare_cached(
+                        "WITH total AS (SELECT count(*) AS n FROM page_versions WHERE page_id = $1)
+                         SELECT total.n, v.version, v.title, v.kind, v.created_at, v.bytes
+                         FROM total LEFT JOIN LATERAL (
+                             SELECT version, title, kind, created_at,
+                                    octet_length(body)::bigint AS bytes
+                             FROM page_versions WHERE page_id = $1
+                             ORDER BY version DESC LIMIT $2 OFFSET $3
+                         ) v ON true
+                         ORDER BY v.version DESC",
+                    )
+                    .await?;
+                let rows = c.query(&statement, &[&id, &limit, &offset]).await?;
+                let total = rows.first().map_or(0, |r| r.get(0));
+                let rows = rows
+                    .iter()
+                    .filter_map(|r| {
+                        Some(VersionSummary {
+                            version: r.get::<_, Option<i64>>(1)?,
+                            title: r.get(2),
+                            kind: VersionKind::parse(r.get(3)),
+                            created_at: r.get(4),
+                            body_bytes: r.get(5),
+                        })
+                    })
+                    .collect();
+                Ok(VersionList { total, rows })
+            })
+        })
+    }
+
+    /// [`super::PageBackend::version`].
+    pub(super) fn version_kept(
+        &self,
+        id: i64,
+        version: i64,
+        before: bool,
+    ) -> StoreFuture<'_, Option<PageVersion>> {
+        let sql = if before {
+            "SELECT version, title, body, kind, created_at FROM page_versions
+             WHERE page_id = $1 AND version < $2 ORDER BY version DESC LIMIT 1"
+        } else {
+            "SELECT version, title, body, kind, created_at FROM page_versions
+             WHERE page_id = $1 AND version = $2"
+        };
+        self.call(move |c| {
+            Box::pin(async move {
+                let statement = c.prepare_cached(sql).await?;
+                Ok(c.query_opt(&statement, &[&id, &version])
+                    .await?
+                    .map(|r| version_row(&r)))
+            })
+        })
+    }
+}

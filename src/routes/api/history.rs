@@ -1,0 +1,118 @@
+//! The history routes of the agent API (issue 32 §1): `GET /api/pages/{slug}/versions`,
+//! `GET /api/pages/{slug}/versions/{n}` and `POST /api/pages/{slug}/restore`, each
+//! one call of [`crate::operations::history`].
+
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::{conditions, spent_headers, target};
+use crate::http::body;
+use crate::operations::error::{ApiError, Problem};
+use crate::operations::history::{self, RestorePage, VersionList, VersionView};
+use crate::operations::pages;
+use crate::operations::types::{ListQuery, Updated};
+use crate::state::AppState;
+
+/// List a page's kept versions, newest first.
+///
+/// Every write keeps the version it made (publish, update, archive, claim, restore,
+/// import); the newest `PAGE_HISTORY_VERSIONS` (default 100) are kept. An archived
+/// or claimed page's history is 404 unless `X-Page-Pin` holds its PIN (a wrong one
+/// counts as a failed PIN check).
+#[utoipa::path(
+    get,
+    path = "/api/pages/{slug}/versions",
+    tag = "pages",
+    params(
+        ("slug" = String, Path, description = "The page's slug"),
+        ListQuery,
+        ("X-Page-Pin" = Option<String>, Header, description = "The page's PIN: needed only when it is archived or claimed"),
+    ),
+    responses(
+        (status = 200, description = "One page of the history", body = VersionList),
+        (status = 400, description = "Bad page or per_page", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No page has this slug, or it is archived or claimed and no right PIN was sent", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`)", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
+    )
+)]
+pub async fn versions(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let list = history::versions(&state, &caller, target(&req, &slug), &query).await?;
+    Ok(HttpResponse::Ok().json(list))
+}
+
+/// Read one kept version of a page: its title and Markdown body.
+///
+/// Visibility as for the list: an archived or claimed page's versions need its PIN.
+#[utoipa::path(
+    get,
+    path = "/api/pages/{slug}/versions/{version}",
+    tag = "pages",
+    params(
+        ("slug" = String, Path, description = "The page's slug"),
+        ("version" = i64, Path, minimum = 1, description = "The version number"),
+        ("X-Page-Pin" = Option<String>, Header, description = "The page's PIN: needed only when it is archived or claimed"),
+    ),
+    responses(
+        (status = 200, description = "The version", body = VersionView),
+        (status = 404, description = "No page has this slug (or it is gone and no right PIN was sent), or its history keeps no such version", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`)", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
+    )
+)]
+pub async fn version(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (slug, n) = path.into_inner();
+    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let view: VersionView = history::version_view(&state, &caller, target(&req, &slug), &n).await?;
+    Ok(HttpResponse::Ok().json(view))
+}
+
+/// Restore a kept version: a new version whose title and body are that version's.
+///
+/// The same rules as an update: the publish budget, the page's PIN, `If-Match`.
+#[utoipa::path(
+    post,
+    path = "/api/pages/{slug}/restore",
+    tag = "pages",
+    request_body = RestorePage,
+    params(
+        ("slug" = String, Path, description = "The page's slug"),
+        ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
+        ("If-Match" = Option<String>, Header, description = "`\"v{version}\"`: write only if the page is at this version (else 412 and nothing changes); `*` or absent: whatever version it is at"),
+    ),
+    responses(
+        (status = 200, description = "Restored as a new version", body = Updated),
+        (status = 400, description = "Invalid field or malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No page has this slug, or its history keeps no such version", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "`If-Match` names another version than the page's (`/problems/version-mismatch`, with `current_version`): nothing changed", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`), or the client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
+        (status = 503, description = "The budget or the database cannot answer now (`/problems/budget-unavailable`, `/problems/database-busy`, `/problems/storage-unavailable`); nothing was written", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
+    )
+)]
+pub async fn restore(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    pages::path_slug(&slug)?;
+    let input: RestorePage = body::read_json(&state.api.bodies, &req, payload).await?;
+    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let conditions = conditions(&req)?;
+    let restored =
+        history::restore(&state, &caller, target(&req, &slug), input, conditions).await?;
+    Ok(spent_headers(restored, HttpResponse::Ok()))
+}

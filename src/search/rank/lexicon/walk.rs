@@ -1,0 +1,322 @@
+//! Bounded-edit lookup over the lexicon: the words within a few OSA edits of a
+//! query word, whole or by a head, found by walking each length bucket as the
+//! trie its sorted order is.
+//!
+//! A bucket's words are sorted by chars, so the words sharing a prefix are
+//! contiguous, and a prefix is a trie node. The walk keeps one row of the OSA
+//! dynamic programme per char of the current word (query chars across, word
+//! chars down) and reuses the rows of the prefix the word shares with the
+//! previous one. When a row shows that no word below that prefix can come
+//! within the budget, the walk jumps past every word with that prefix (a
+//! galloping search in the chunk, then a binary search over the chunks), so
+//! its cost grows with the trie nodes near the query, not with the lexicon
+//! (the Levenshtein-automaton walk of Lucene and Tantivy, over an implicit
+//! trie). The rows, and so the distances, are exactly those of OSA
+//! (`rapidfuzz::distance::osa`): an adjacent transposition is one edit.
+//!
+//! A row lower bound: a word of `l` chars whose row `d` holds `R[d][i]` ends at
+//! least `R[d][i] + |(l - d) - (len - i)|` edits from the query for a path
+//! through cell `i`, and every path (a transposition step too) is bounded by
+//! some cell of every row. Fixing the word length per bucket makes this bound
+//! tight: only a band of `2 × budget + 1` cells can stay within it.
+
+use super::{partition_point, Bucket, Lexicon};
+
+/// What a walk looks for, for one query word of `query.len()` chars.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::search::rank) struct Neighbourhood<'q> {
+    pub query: &'q [char],
+    /// Whole words within this many OSA edits of the query.
+    pub whole: usize,
+    /// `Some(k)`: also words longer than the query some head of which is
+    /// within `k` OSA edits of it (a head of `len - k ..= len + k` chars, at
+    /// least 1, strictly shorter than the word). `k` must not exceed `whole`.
+    pub heads: Option<usize>,
+}
+
+/// One word a walk found: its id, its length in chars, the OSA edits of the
+/// whole word (when within [`Neighbourhood::whole`]) and the fewest edits of a
+/// head (when the head rule applies and is met).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::search::rank) struct Neighbour {
+    pub id: u32,
+    pub len: usize,
+    pub whole: Option<u8>,
+    pub head: Option<u8>,
+}
+
+/// A distance no walk reaches (rows are at most 66 deep, queries 64 chars).
+const FAR: u8 = u8::MAX;
+
+impl Lexicon {
+    /// Calls `found` for every live word within `n` (see [`Neighbourhood`]),
+    /// once each. Order: bucket by bucket (the buckets of words longer than
+    /// `len + whole` first when the head rule allows no edit, as a prefix
+    /// search by binary search gave them before; otherwise shortest first),
+    /// sorted by chars within a bucket.
+    pub fn neighbours(&self, n: &Neighbourhood<'_>, mut found: impl FnMut(Neighbour)) {
+        let len = n.query.len();
+        if len == 0 {
+            return;
+        }
+        debug_assert!(n.heads.is_none_or(|k| k <= n.whole));
+        let lo = len.saturating_sub(n.whole).max(1);
+        let hi = if n.heads.is_some() {
+            usize::MAX
+        } else {
+            len + n.whole
+        };
+        let mut walk = Walk::new(n);
+        let exact_heads = n.heads == Some(0);
+        if exact_heads {
+            for (l, bucket) in self.buckets(len + n.whole + 1, usize::MAX) {
+                walk.bucket(bucket, l, &mut found);
+            }
+        }
+        let last = if exact_heads { len + n.whole } else { hi };
+        for (l, bucket) in self.buckets(lo, last) {
+            walk.bucket(bucket, l, &mut found);
+        }
+    }
+}
+
+/// The rows of a walk, reused across buckets.
+struct Walk<'q> {
+    q: &'q [char],
+    whole: usize,
+    heads: Option<usize>,
+    /// `(depth + 1) × (len + 1)` distances, row `d` for the first `d` chars of
+    /// the current word.
+    rows: Vec<u8>,
+    /// Per depth `d`, the fewest edits of a head of at most `d` chars in the
+    /// head range ([`FAR`] when none).
+    best_head: Vec<u8>,
+}
+
+/// How far `x` lies outside `lo..=hi` (0 inside).
+fn outside(x: usize, lo: usize, hi: usize) -> usize {
+    if x < lo {
+        lo - x
+    } else {
+        x.saturating_sub(hi)
+    }
+}
+
+impl<'q> Walk<'q> {
+    fn new(n: &Neighbourhood<'q>) -> Walk<'q> {
+        let len = n.query.len();
+        let depth = len + n.whole.max(n.heads.unwrap_or(0)) + 1;
+        let mut rows = vec![0u8; (depth + 1) * (len + 1)];
+        for (i, r) in rows[..=len].iter_mut().enumerate() {
+            *r = i as u8;
+        }
+        Walk {
+            q: n.query,
+            whole: n.whole,
+            heads: n.heads,
+            rows,
+            best_head: vec![FAR; depth + 1],
+        }
+    }
+
+    /// Computes row `d` (`d >= 1`) from the rows above it for `word`'s chars.
+    fn row(&mut self, d: usize, word: &[char]) {
+        let q = self.q;
+        let w = q.len() + 1;
+        let (above, rest) = self.rows.split_at_mut(d * w);
+        let cur = &mut rest[..w];
+        let r1 = &above[(d - 1) * w..];
+        let c = word[d - 1];
+        cur[0] = d as u8;
+        if d >= 2 {
+            let r2 = &above[(d - 2) * w..(d - 1) * w];
+            let p = word[d - 2];
+            for i in 1..w {
+                let mut v = (r1[i] + 1)
+                    .min(cur[i - 1] + 1)
+                    .min(r1[i - 1] + u8::from(q[i - 1] != c));
+                if i >= 2 && q[i - 1] == p && q[i - 2] == c {
+                    v = v.min(r2[i - 2] + 1);
+                }
+                cur[i] = v;
+            }
+        } else {
+            for i in 1..w {
+                cur[i] = (r1[i] + 1)
+                    .min(cur[i - 1] + 1)
+                    .min(r1[i - 1] + u8::from(q[i - 1] != c));
+            }
+        }
+    }
+
+    /// Walks one bucket of words of `l` chars.
+    fn bucket(&mut self, bucket: &Bucket, l: usize, found: &mut impl FnMut(Neighbour)) {
+        let len = self.q.len();
+        let w = len + 1;
+        let whole_here = l.abs_diff(len) <= self.whole;
+        let heads = self.heads.filter(|_| l > len);
+        if !whole_here && heads.is_none() {
+            return;
+        }
+        let pb = heads.unwrap_or(0);
+        // Heads tried: `head_lo..=head_hi` chars.
+        let head_lo = len.saturating_sub(pb).max(1);
+        let head_hi = (len + pb).min(l - 1);
+        // Whole words are read to the end; for the head rule alone, to the
+        // longest head, below which every word matches alike.
+        let depth = if whole_here { l } else { head_hi };
+        let mut cursor = Cursor::start(bucket, l);
+        // Rows `0..=valid` hold the first `valid` chars of `prev`.
+        let mut valid = 0;
+        let mut prev: &[char] = &[];
+        while let Some(word) = cursor.word() {
+            let shared = prev
+                .iter()
+                .zip(word)
+                .take(valid)
+                .take_while(|(a, b)| a == b)
+                .count();
+            let mut d = shared;
+            let mut pruned = false;
+            while d < depth {
+                d += 1;
+                self.row(d, word);
+                let r = &self.rows[d * w..][..w];
+                let here = if heads.is_some() && (head_lo..=head_hi).contains(&d) {
+                    r[len]
+                } else {
+                    FAR
+                };
+                self.best_head[d] = self.best_head[d - 1].min(here);
+                let whole_ok = whole_here
+                    && r.iter()
+                        .enumerate()
+                        .any(|(i, &v)| v as usize + (l - d).abs_diff(len - i) <= self.whole);
+                let head_ok = heads.is_some()
+                    && (self.best_head[d] as usize <= pb
+                        || (d < head_hi
+                            && r.iter().enumerate().any(|(i, &v)| {
+                                v as usize + outside(len - i, head_lo.max(d + 1) - d, head_hi - d)
+                                    <= pb
+                            })));
+                if !whole_ok && !head_ok {
+                    pruned = true;
+                    break;
+                }
+            }
+            valid = d;
+            prev = word;
+            if pruned {
+                cursor.skip_prefix(&word[..d]);
+                continue;
+            }
+            let head = heads
+                .is_some()
+                .then_some(self.best_head[d])
+                .filter(|&e| e as usize <= pb);
+            if whole_here {
+                let e = self.rows[l * w + len];
+                let whole = (e as usize <= self.whole).then_some(e);
+                if whole.is_some() || head.is_some() {
+                    found(Neighbour {
+                        id: cursor.id(),
+                        len: l,
+                        whole,
+                        head,
+                    });
+                }
+                cursor.advance();
+            } else {
+                // Every word below this head matches by it, alike.
+                cursor.each_with_prefix(&word[..d], |id| {
+                    found(Neighbour {
+                        id,
+                        len: l,
+                        whole: None,
+                        head,
+                    })
+                });
+            }
+        }
+    }
+}
+
+/// A position in a bucket: chunk `c`, word `k` in it.
+struct Cursor<'a> {
+    bucket: &'a Bucket,
+    l: usize,
+    c: usize,
+    k: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn start(bucket: &'a Bucket, l: usize) -> Cursor<'a> {
+        Cursor {
+            bucket,
+            l,
+            c: 0,
+            k: 0,
+        }
+    }
+
+    /// The word here, `None` past the last.
+    fn word(&self) -> Option<&'a [char]> {
+        let chunk: &'a _ = self.bucket.chunks.get(self.c)?;
+        Some(chunk.word(self.k, self.l))
+    }
+
+    fn id(&self) -> u32 {
+        self.bucket.chunks[self.c].ids[self.k]
+    }
+
+    fn advance(&mut self) {
+        self.k += 1;
+        if self.k == self.bucket.chunks[self.c].len() {
+            self.c += 1;
+            self.k = 0;
+        }
+    }
+
+    /// Moves to the first word at or after here that does not start with
+    /// `prefix` (the word here does).
+    fn skip_prefix(&mut self, prefix: &[char]) {
+        let (l, d) = (self.l, prefix.len());
+        let chunks = &self.bucket.chunks;
+        let chunk = &chunks[self.c];
+        let within = |k: usize| &chunk.word(k, l)[..d] == prefix;
+        if !within(chunk.len() - 1) {
+            // Gallop from here, then halve.
+            let (mut lo, mut step) = (self.k, 1);
+            while lo + step < chunk.len() && within(lo + step) {
+                lo += step;
+                step *= 2;
+            }
+            let hi = (lo + step).min(chunk.len());
+            self.k = lo + 1 + partition_point(hi - lo - 1, |j| within(lo + 1 + j));
+            return;
+        }
+        let rest = &chunks[self.c + 1..];
+        let c = self.c + 1 + rest.partition_point(|ch| &ch.word(ch.len() - 1, l)[..d] == prefix);
+        self.c = c;
+        self.k = match chunks.get(c) {
+            Some(ch) => partition_point(ch.len(), |k| &ch.word(k, l)[..d] == prefix),
+            None => 0,
+        };
+    }
+
+    /// Calls `f` with the id of every word from here on that starts with
+    /// `prefix` (the word here does), and moves past them.
+    fn each_with_prefix(&mut self, prefix: &[char], mut f: impl FnMut(u32)) {
+        let (from_c, from_k) = (self.c, self.k);
+        self.skip_prefix(prefix);
+        let chunks = &self.bucket.chunks;
+        let mut k = from_k;
+        for c in from_c..=self.c.min(chunks.len() - 1) {
+            let end = if c == self.c { self.k } else { chunks[c].len() };
+            for &id in &chunks[c].ids[k..end] {
+                f(id);
+            }
+            k = 0;
+        }
+    }
+}
