@@ -55,7 +55,9 @@ enum Command {
         db: DatabaseArgs,
     },
     /// Serve MCP on stdin/stdout, relaying every tool call to a running service's
-    /// `/mcp` (for agents that launch their tools as local processes).
+    /// `/mcp` (for agents that launch their tools as local processes). With
+    /// AGENT_PAGES_PIN set, every request carries that PIN in X-Page-Pin (tools
+    /// called without a pin use it).
     Mcp {
         /// The service's MCP endpoint, e.g. `https://pages.example/mcp` (a URL
         /// without a path gets `/mcp`).

@@ -214,7 +214,8 @@ fn app_state(
         scorers.clone(),
         settings.search.result_limit,
         metrics.scoring_seconds.clone(),
-    );
+    )
+    .with_carry_metrics(metrics.cache_carries.clone());
     let cache_view = cache.view();
     let cache = cache.start();
     // Each move of the corpus by a few pages carries the entries it cannot affect.
@@ -363,6 +364,10 @@ pub fn routes_config(cfg: &mut web::ServiceConfig) {
             crate::http::own_origins::refuse_foreign_writes,
         )))
         .route("/mcp", web::to(crate::mcp::transport::mcp))
+        .route(
+            crate::mcp::face::READ_ONLY_PATH,
+            web::to(crate::mcp::transport::mcp),
+        )
         .default_service(web::to(routes::not_found));
 }
 

@@ -63,10 +63,16 @@ struct Bridge {
 
 impl Bridge {
     fn start(url: &str, extra: &[&str]) -> Bridge {
+        Bridge::start_with(url, extra, &[])
+    }
+
+    /// [`Bridge::start`] with `env` set for the bridge.
+    fn start_with(url: &str, extra: &[&str], env: &[(&str, &str)]) -> Bridge {
         let mut child = Command::new(BIN)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .args(["mcp", "--url", url])
             .args(extra)
             .stdin(Stdio::piped())
@@ -306,4 +312,36 @@ fn a_url_that_is_not_http_is_refused_with_a_one_line_hint() {
     let stderr = bridge.stderr();
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("https://pages.example/mcp"), "{stderr}");
+}
+
+#[test]
+fn the_bridge_gives_the_pin_of_agent_pages_pin_to_calls_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, service) = serve(dir.path());
+    let pin = "bridged secret 42";
+    let mut bridge = Bridge::start_with(&service, &[], &[("AGENT_PAGES_PIN", pin)]);
+    bridge.initialize();
+    let call = |bridge: &mut Bridge, id: i64, name: &str, arguments: Value| {
+        bridge.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}}));
+        let answer = bridge.answer(id);
+        assert_ne!(answer["result"]["isError"], true, "{name}: {answer}");
+        answer["result"]["structuredContent"].clone()
+    };
+    // Published with the PIN of the environment, then changed with it: neither
+    // call names a pin.
+    call(
+        &mut bridge,
+        2,
+        "publish_page",
+        json!({"slug": "bridged", "title": "Bridged"}),
+    );
+    let updated = call(
+        &mut bridge,
+        3,
+        "update_page",
+        json!({"slug": "bridged", "body": "New."}),
+    );
+    assert_eq!(updated["version"], 2, "{updated}");
+    assert!(!bridge.stderr().contains(pin), "{}", bridge.stderr());
 }

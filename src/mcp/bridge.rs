@@ -26,6 +26,11 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceError, ServiceExt as _};
 
+/// The environment variable whose value, when set, the bridge sends as
+/// `X-Page-Pin` with every request to the service: the PIN of every tool called
+/// without one, kept out of the agent's context (issue 30 §5).
+pub const PIN_ENV: &str = "AGENT_PAGES_PIN";
+
 /// How long connecting to the service and the MCP handshake may take, together.
 pub const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(5);
 
@@ -151,6 +156,26 @@ pub fn endpoint(url: &str) -> anyhow::Result<String> {
         .to_string())
 }
 
+/// `X-Page-Pin` from [`PIN_ENV`] (marked sensitive), or no header when it is unset
+/// or empty.
+///
+/// Errors: the value is not UTF-8 or holds a char a header cannot carry.
+fn pin_header() -> anyhow::Result<reqwest13::header::HeaderMap> {
+    let mut headers = reqwest13::header::HeaderMap::new();
+    let pin = match std::env::var(PIN_ENV) {
+        Ok(pin) if !pin.is_empty() => pin,
+        Err(std::env::VarError::NotUnicode(_)) => {
+            anyhow::bail!("{PIN_ENV} is not UTF-8 text")
+        }
+        _ => return Ok(headers),
+    };
+    let mut value = reqwest13::header::HeaderValue::from_str(&pin)
+        .map_err(|_| anyhow::anyhow!("{PIN_ENV} holds a character an HTTP header cannot carry"))?;
+    value.set_sensitive(true);
+    headers.insert("x-page-pin", value);
+    Ok(headers)
+}
+
 /// The first line of an error's text, at most 300 characters: the SDK's errors can
 /// carry a whole HTML page.
 fn one_line(e: &dyn std::fmt::Display) -> String {
@@ -177,6 +202,7 @@ pub fn run(url: &str, deadline: Duration) -> anyhow::Result<()> {
     // bridge gave up on does not keep its connection forever. No redirects: a
     // redirected POST could lose its body or carry it to another host.
     let client = reqwest13::Client::builder()
+        .default_headers(pin_header()?)
         .connect_timeout(HANDSHAKE_DEADLINE)
         .timeout(deadline + HANDSHAKE_DEADLINE)
         .pool_max_idle_per_host(0)

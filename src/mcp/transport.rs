@@ -23,7 +23,7 @@ use http_body_util::{BodyExt as _, BodyStream, Full};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::{envelope, PagesMcp};
+use super::{envelope, face, PagesMcp};
 use crate::http::body::{self, BODY_LIMIT};
 use crate::http::own_origins::OwnOrigins;
 use crate::operations::error::ApiError;
@@ -59,7 +59,7 @@ impl Endpoint {
     }
 }
 
-/// The route: every method of `/mcp`.
+/// The route: every method of `/mcp` and of `/mcp/readonly` ([`face`]).
 pub async fn mcp(
     state: web::Data<AppState>,
     endpoint: web::Data<Endpoint>,
@@ -93,6 +93,13 @@ pub async fn mcp(
         .body(Full::new(Bytes::from(body)))
         .map_err(|e| ApiError::Internal(e.into()))?;
     request.extensions_mut().insert(caller);
+    // The face and a header PIN (super::face) ride beside the caller.
+    if face::read_only(&req) {
+        request.extensions_mut().insert(face::ReadOnly);
+    }
+    if let Some(pin) = face::header_pin(&req) {
+        request.extensions_mut().insert(pin);
+    }
 
     let answer = endpoint.service.handle(request).await;
     let (parts, body) = answer.into_parts();

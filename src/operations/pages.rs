@@ -229,7 +229,7 @@ async fn update_page(
     let version = state
         .pages
         .store
-        .update(id, title, body, now, conditions.expected_version)
+        .update_expecting(id, title, body, now, conditions.expected_version)
         .await??;
     Ok(Written {
         answer: Updated {
@@ -289,7 +289,7 @@ async fn change_state(
     let after = state
         .pages
         .store
-        .change_state(id, change, now, conditions.expected_version)
+        .change_state_expecting(id, change, now, conditions.expected_version)
         .await??;
     Ok(Written {
         answer: StateChanged {

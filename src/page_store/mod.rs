@@ -27,7 +27,6 @@ mod postgres_history;
 pub mod sqlite;
 
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -220,8 +219,8 @@ pub type CandidateSink = Box<dyn FnMut(CandidateRef<'_>) + Send>;
 #[derive(Clone)]
 pub struct PageStore {
     backend: Arc<dyn PageBackend>,
-    /// `true` while the store answers (or has not failed yet); shared by clones.
-    up: Arc<AtomicBool>,
+    /// Whether it answers, for the log; shared by clones.
+    health: crate::faults::StoreHealth,
     /// Where each call is counted and timed, once start-up has set it
     /// (`agent_pages_page_store_calls_total`); shared by clones.
     calls: crate::metrics::StoreCallsSlot,
@@ -234,7 +233,7 @@ impl PageStore {
     pub fn new(backend: impl PageBackend) -> Self {
         Self {
             backend: Arc::new(backend),
-            up: Arc::new(AtomicBool::new(true)),
+            health: crate::faults::StoreHealth::new(crate::faults::Store::Pages),
             calls: Default::default(),
             history_versions: history::DEFAULT_HISTORY_VERSIONS,
         }
@@ -299,20 +298,8 @@ impl PageStore {
             took,
         );
         match &result {
-            Err(PageStoreError::Unavailable(e)) => {
-                if self.up.swap(false, Ordering::SeqCst) {
-                    tracing::warn!(
-                        store = self.kind(),
-                        error = %e,
-                        "page store unavailable: writes and searches are answered 503 until it answers"
-                    );
-                }
-            }
-            Ok(_) => {
-                if !self.up.load(Ordering::Relaxed) && !self.up.swap(true, Ordering::SeqCst) {
-                    tracing::info!(store = self.kind(), "page store answers again");
-                }
-            }
+            Err(PageStoreError::Unavailable(e)) => self.health.unavailable(self.kind(), e),
+            Ok(_) => self.health.answered(self.kind()),
             Err(_) => {}
         }
         result
@@ -338,8 +325,21 @@ impl PageStore {
         self.timed(self.backend.create(page, pin_hash, now)).await
     }
 
-    /// [`PageBackend::update`], expecting the page at `expected` when given.
+    /// [`PageBackend::update`], whatever version the page is at.
     pub async fn update(
+        &self,
+        id: i64,
+        title: Option<PageTitle>,
+        body: Option<PageBody>,
+        now: i64,
+    ) -> Result<i64, PageStoreError> {
+        self.update_expecting(id, title, body, now, None)
+            .await?
+            .map_err(|_| PageStoreError::Failed(format!("no page {id} to update")))
+    }
+
+    /// [`PageBackend::update`], expecting the page at `expected` when given.
+    pub async fn update_expecting(
         &self,
         id: i64,
         title: Option<PageTitle>,
@@ -352,8 +352,20 @@ impl PageStore {
             .await
     }
 
-    /// [`PageBackend::change_state`], expecting the page at `expected` when given.
+    /// [`PageBackend::change_state`], whatever version the page is at.
     pub async fn change_state(
+        &self,
+        id: i64,
+        change: StateChange,
+        now: i64,
+    ) -> Result<PageState, PageStoreError> {
+        self.change_state_expecting(id, change, now, None)
+            .await?
+            .map_err(|_| PageStoreError::Failed(format!("no page {id} to change")))
+    }
+
+    /// [`PageBackend::change_state`], expecting the page at `expected` when given.
+    pub async fn change_state_expecting(
         &self,
         id: i64,
         change: StateChange,

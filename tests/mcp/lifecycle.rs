@@ -118,7 +118,8 @@ async fn tools_list_has_the_seven_tools_with_the_api_schemas() {
         update["properties"]["pin"]["pattern"],
         create["pin"]["pattern"]
     );
-    assert_eq!(update["required"], json!(["slug", "pin"]));
+    // The PIN may come in the X-Page-Pin header instead (issue 30 §5).
+    assert_eq!(update["required"], json!(["slug"]));
     let slug_param =
         doc["paths"]["/api/pages/{slug}"]["get"]["parameters"][0]["schema"]["pattern"].clone();
     assert_eq!(

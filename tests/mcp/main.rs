@@ -9,6 +9,7 @@ mod helpers;
 
 mod budgets;
 mod envelope;
+mod faces;
 mod lifecycle;
 mod limits;
 mod page_text;

@@ -40,8 +40,6 @@ mod helpers {
 }
 
 // Of `tests/api/`: a write reaching search and the public views.
-#[path = "../api/history.rs"]
-mod api_history;
 #[path = "../api/lifecycle.rs"]
 mod api_lifecycle;
 #[path = "../api/search_effects.rs"]
@@ -49,8 +47,6 @@ mod api_search_effects;
 // Of `tests/search/`: the cache over the store's generation, the outcome matrix.
 #[path = "../search/cache.rs"]
 mod search_cache;
-#[path = "../search/carry.rs"]
-mod search_carry;
 #[path = "../search/matrix.rs"]
 mod search_matrix;
 
@@ -58,8 +54,5 @@ mod commands;
 mod faults;
 mod follow;
 mod forwarder;
-mod pool;
 mod replicas;
-mod restart;
-mod restore;
 mod store;
