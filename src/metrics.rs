@@ -31,6 +31,9 @@ pub fn route_family(path: &str) -> &'static str {
     }
 }
 
+/// Every status class, in the order [`status_class`] names them.
+pub const STATUS_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
 /// The `outcome` of a request duration: its status class, `2xx` … `5xx`.
 pub fn status_class(status: u16) -> &'static str {
     match status {
@@ -75,17 +78,15 @@ impl CallResult {
 /// curried with its backend (`sqlite`, `redis`, `postgres`, …).
 #[derive(Clone)]
 pub struct StoreCalls {
-    calls: IntCounterVec,
+    /// Per [`CallResult`] (`ok`, `refused`, `busy`, `failed`), resolved once.
+    calls: [IntCounter; 4],
     seconds: Histogram,
-    backend: &'static str,
 }
 
 impl StoreCalls {
     /// Counts one call's result, and its time when it was measured.
     pub fn record(&self, result: CallResult, took: Option<Duration>) {
-        self.calls
-            .with_label_values(&[self.backend, result.label()])
-            .inc();
+        self.calls[result as usize].inc();
         if let Some(took) = took {
             self.seconds.observe(took.as_secs_f64());
         }
@@ -143,13 +144,18 @@ impl StoreMetrics {
 
     /// The handles for `backend`, its series shown at 0 before any call.
     fn of(&self, backend: &'static str, results: &[CallResult]) -> StoreCalls {
-        for result in results {
-            self.calls.with_label_values(&[backend, result.label()]);
-        }
+        // Every result has its counter (shown at 0), resolved once: `results` are
+        // the ones this store gives, the others stay 0.
+        debug_assert!(!results.is_empty());
+        let counter = |result: CallResult| self.calls.with_label_values(&[backend, result.label()]);
         StoreCalls {
-            calls: self.calls.clone(),
+            calls: [
+                counter(CallResult::Ok),
+                counter(CallResult::Refused),
+                counter(CallResult::Busy),
+                counter(CallResult::Failed),
+            ],
             seconds: self.seconds.with_label_values(&[backend]),
-            backend,
         }
     }
 }
@@ -201,10 +207,13 @@ pub struct Metrics {
     /// request's arrival at the middleware to its answer's head, by route family
     /// ([`ROUTE_FAMILIES`]) and status class ([`status_class`]).
     pub request_seconds: HistogramVec,
+    /// Its children, resolved once: `[family][class]` in [`ROUTE_FAMILIES`] and
+    /// [`STATUS_CLASSES`] order (no label hashing or lock per request).
+    request_children: Vec<Vec<Histogram>>,
     budget_store: StoreMetrics,
     page_store: StoreMetrics,
     /// `agent_pages_page_writes_total{operation, outcome}`: `publish`, `update`,
-    /// `archive`, `claim`, …; `ok` or the problem kind that refused it
+    /// `archive`, `claim`, `restore` ([`PAGE_OPERATIONS`]); `ok` or the problem kind that refused it
     /// (`/problems/wrong-pin` → `wrong-pin`).
     pub page_writes: IntCounterVec,
     /// `agent_pages_pin_failures_total{outcome}`: PIN checks that let nobody in, by
@@ -253,7 +262,7 @@ impl PinFailure {
 }
 
 /// The page operations of `agent_pages_page_writes_total`, shown at 0 before any.
-pub const PAGE_OPERATIONS: [&str; 4] = ["publish", "update", "archive", "claim"];
+pub const PAGE_OPERATIONS: [&str; 5] = ["publish", "update", "archive", "claim", "restore"];
 
 /// The commit the binary was built from: `AGENT_PAGES_COMMIT` in the build's
 /// environment (`AGENT_PAGES_COMMIT=$(git rev-parse --short HEAD) cargo build`;
@@ -293,7 +302,7 @@ impl Metrics {
         )
         .expect("static metric");
         let gauge = |name: &str, help: &str| IntGauge::new(name, help).expect("static metric");
-        let metrics = Self {
+        let mut metrics = Self {
             requests,
             candidate_fetches: counter(
                 "search_candidate_fetches_total",
@@ -348,6 +357,7 @@ impl Metrics {
                 &["family", "outcome"],
             )
             .expect("static metric"),
+            request_children: Vec::new(),
             budget_store: StoreMetrics::new("budget_store", "budget store"),
             page_store: StoreMetrics::new("page_store", "page store"),
             page_writes: IntCounterVec::new(
@@ -384,11 +394,15 @@ impl Metrics {
             .expect("static metric"),
             registry,
         };
-        for family in ROUTE_FAMILIES {
-            for class in ["2xx", "4xx", "5xx"] {
-                metrics.request_seconds.with_label_values(&[family, class]);
-            }
-        }
+        metrics.request_children = ROUTE_FAMILIES
+            .iter()
+            .map(|family| {
+                STATUS_CLASSES
+                    .iter()
+                    .map(|class| metrics.request_seconds.with_label_values(&[family, class]))
+                    .collect()
+            })
+            .collect();
         for operation in PAGE_OPERATIONS {
             metrics.page_writes.with_label_values(&[operation, "ok"]);
         }
@@ -468,9 +482,12 @@ impl Metrics {
 
     /// Counts one request's answer: `path`'s family, `status`'s class, `took`.
     pub fn observe_request(&self, path: &str, status: u16, took: Duration) {
-        self.request_seconds
-            .with_label_values(&[route_family(path), status_class(status)])
-            .observe(took.as_secs_f64());
+        let family = route_family(path);
+        let class = status_class(status);
+        let at = |names: &[&str], name: &str| names.iter().position(|n| *n == name);
+        if let (Some(f), Some(c)) = (at(&ROUTE_FAMILIES, family), at(&STATUS_CLASSES, class)) {
+            self.request_children[f][c].observe(took.as_secs_f64());
+        }
     }
 
     /// Counts one page write `operation` (one of [`PAGE_OPERATIONS`] or another
@@ -526,5 +543,68 @@ impl Metrics {
             .encode(&self.registry.gather(), &mut buf)
             .expect("encoding to a Vec cannot fail");
         String::from_utf8(buf).expect("the text format is UTF-8")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_fall_in_their_route_family_and_statuses_in_their_class() {
+        for (path, family) in [
+            ("/search", "search"),
+            ("/api/pages", "api"),
+            ("/api/pages/vim/history", "api"),
+            ("/mcp", "mcp"),
+            ("/", "pages"),
+            ("/p/vim", "pages"),
+            ("/p/vim/raw", "pages"),
+            ("/static/app.css", "other"),
+            ("/readyz", "other"),
+            ("/searchx", "other"),
+            ("/apix", "other"),
+        ] {
+            assert_eq!(route_family(path), family, "{path}");
+        }
+        for (status, class) in [
+            (200, "2xx"),
+            (303, "3xx"),
+            (404, "4xx"),
+            (429, "4xx"),
+            (503, "5xx"),
+        ] {
+            assert_eq!(status_class(status), class, "{status}");
+        }
+    }
+
+    #[test]
+    fn readiness_sets_ok_alone_or_each_failing_check() {
+        let metrics = Metrics::new(&[]);
+        let on = |reason: &str| metrics.ready.with_label_values(&[reason]).get();
+        metrics.set_ready(&[]);
+        assert_eq!(
+            READY_REASONS.map(on),
+            [1, 0, 0, 0],
+            "ok, page_store, snapshot, budget_store"
+        );
+        metrics.set_ready(&["snapshot", "budget_store"]);
+        assert_eq!(READY_REASONS.map(on), [0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn a_refused_write_is_counted_under_the_last_part_of_its_problem_type() {
+        let metrics = Metrics::new(&[]);
+        metrics.count_page_write("update", Some("/problems/wrong-pin"));
+        metrics.count_page_write("update", None);
+        let count = |outcome: &str| {
+            metrics
+                .page_writes
+                .with_label_values(&["update", outcome])
+                .get()
+        };
+        assert_eq!((count("wrong-pin"), count("ok")), (1, 1));
+        let text = metrics.encode();
+        assert!(!text.contains("/problems/"), "{text}");
     }
 }

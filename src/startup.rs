@@ -292,8 +292,9 @@ fn serve_routes(
                 routes::security_headers::security_headers,
             ))
             .wrap(TracingLogger::<PathOnlyRootSpan>::new())
-            .wrap(middleware::from_fn(routes::metrics::request_duration))
             .app_data(state.clone())
+            // For the root span's request-duration count (`telemetry::PathOnlyRootSpan`).
+            .app_data(web::Data::from(state.metrics.clone()))
             .app_data(mcp.clone())
             .app_data(own_origins.clone())
             .configure(routes_config)

@@ -15,7 +15,7 @@
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::Error;
+use actix_web::{Error, HttpMessage as _};
 use std::sync::OnceLock;
 
 use tracing::Span;
@@ -164,8 +164,15 @@ pub fn lines_dropped() -> u64 {
 /// (docs/performance.md). `RUST_LOG=debug` puts every line in its request again.
 pub struct PathOnlyRootSpan;
 
+/// When a request reached the root span (a request extension), for
+/// `agent_pages_http_request_duration_seconds`.
+struct RequestStarted(std::time::Instant);
+
 impl RootSpanBuilder for PathOnlyRootSpan {
     fn on_request_start(request: &ServiceRequest) -> Span {
+        request
+            .extensions_mut()
+            .insert(RequestStarted(std::time::Instant::now()));
         tracing::debug_span!(
             "HTTP request",
             http.method = %request.method(),
@@ -178,7 +185,24 @@ impl RootSpanBuilder for PathOnlyRootSpan {
         )
     }
 
+    /// Also counts the answer in the request-duration histogram
+    /// ([`crate::metrics::Metrics::observe_request`]: route family and status class,
+    /// timed from [`Self::on_request_start`] to the answer's head), when the app
+    /// has the metrics as app data. An `Err` outcome carries no request and is not
+    /// counted: handlers' errors are answers by the time they get here.
     fn on_request_end<B: MessageBody>(span: Span, outcome: &Result<ServiceResponse<B>, Error>) {
+        if let Ok(response) = outcome {
+            let request = response.request();
+            let started = request.extensions().get::<RequestStarted>().map(|s| s.0);
+            let metrics = request.app_data::<actix_web::web::Data<crate::metrics::Metrics>>();
+            if let (Some(started), Some(metrics)) = (started, metrics) {
+                metrics.observe_request(
+                    request.path(),
+                    response.status().as_u16(),
+                    started.elapsed(),
+                );
+            }
+        }
         DefaultRootSpanBuilder::on_request_end(span, outcome);
     }
 }

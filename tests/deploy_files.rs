@@ -1119,7 +1119,15 @@ fn no_shipped_proxy_config_logs_the_query_string() {
 /// the port the app's metrics listener binds.
 #[test]
 fn the_observe_profile_adds_pinned_prometheus_and_grafana_with_no_password_in_the_file() {
-    let compose = resolved_compose();
+    for file in ["docker-compose.yml", "docker-compose.hosts.yml"] {
+        observe_profile_of(file);
+    }
+}
+
+/// [`the_observe_profile_adds_pinned_prometheus_and_grafana_with_no_password_in_the_file`]
+/// for one stack's file.
+fn observe_profile_of(file: &str) {
+    let compose = resolved_compose_of(&[file]);
     for (service, image) in [
         ("prometheus", "prom/prometheus:v"),
         ("grafana", "grafana/grafana:"),
@@ -1129,7 +1137,7 @@ fn the_observe_profile_adds_pinned_prometheus_and_grafana_with_no_password_in_th
                 .as_sequence()
                 .unwrap(),
             &[Value::from("observe")],
-            "{service} starts only with --profile observe"
+            "{file}: {service} starts only with --profile observe"
         );
         let pinned = text(&compose, &["services", service, "image"]);
         let tag = pinned
@@ -1170,7 +1178,7 @@ fn the_observe_profile_adds_pinned_prometheus_and_grafana_with_no_password_in_th
     );
     let ignored = std::fs::read_to_string(repo().join(".gitignore")).unwrap();
     assert!(ignored.lines().any(|l| l == "/deploy/secrets/"));
-    let raw = std::fs::read_to_string(repo().join("docker-compose.yml")).unwrap();
+    let raw = std::fs::read_to_string(repo().join(file)).unwrap();
     assert!(
         !raw.to_lowercase().contains("admin_password:"),
         "a password in the file"

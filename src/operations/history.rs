@@ -202,6 +202,19 @@ pub async fn restore(
     input: RestorePage,
     conditions: Conditions,
 ) -> Result<Written<Updated>, ApiError> {
+    let written = restore_version(state, caller, target, input, conditions).await;
+    super::pages::count_write(state, "restore", &written);
+    written
+}
+
+/// [`restore`], uncounted.
+async fn restore_version(
+    state: &AppState,
+    caller: &Caller,
+    target: Target<'_>,
+    input: RestorePage,
+    conditions: Conditions,
+) -> Result<Written<Updated>, ApiError> {
     let slug = path_slug(target.slug)?;
     if input.version < 1 {
         return Err(ApiError::validation(

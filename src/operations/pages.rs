@@ -268,7 +268,7 @@ pub async fn claim(
 
 /// Counts a page write `operation` in `agent_pages_page_writes_total`: `ok`, or the
 /// kind of problem that refused it.
-fn count_write<T>(state: &AppState, operation: &str, written: &Result<T, ApiError>) {
+pub(crate) fn count_write<T>(state: &AppState, operation: &str, written: &Result<T, ApiError>) {
     let refused = written.as_ref().err().map(|e| e.kind().problem_type);
     state.metrics.count_page_write(operation, refused);
 }
