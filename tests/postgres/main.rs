@@ -54,5 +54,8 @@ mod commands;
 mod faults;
 mod follow;
 mod forwarder;
+mod pool;
 mod replicas;
+mod restart;
+mod restore;
 mod store;

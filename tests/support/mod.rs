@@ -553,11 +553,27 @@ impl Drop for Tmpfs {
 }
 
 /// Says on the test run's own stderr (past libtest's output capture, so it shows
-/// in a passing run's log, CI's included) that `test` checked nothing here and why.
-/// Only for what the machine cannot do (not root, no immutable attribute), never
-/// for a program that is merely not installed: that fails the test.
+/// in a passing run's log, CI's included) that `test` checked nothing here and why,
+/// and adds the line to the file `AGENT_PAGES_SKIPS` names (when set), which
+/// `.ci/run` counts beside its total. Under `CI` a skip is a failure: this panics
+/// instead (Issue 31 §5). Only for what the machine cannot do (not root, no
+/// immutable attribute), never for a program that is merely not installed: that
+/// fails the test.
 pub fn skipped(test: &str, why: &str) {
     use std::io::Write as _;
+    if std::env::var_os("CI").is_some() {
+        panic!("{test} would be skipped ({why}): under CI a skip is a failure");
+    }
+    let line = format!("SKIPPED {test}: {why}");
     // `eprintln!` is captured for passing tests; a write to the stream is not.
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {why}");
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    if let Some(path) = std::env::var_os("AGENT_PAGES_SKIPS") {
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(file, "{line}");
+        }
+    }
 }

@@ -59,7 +59,7 @@ pub fn require_postgres() -> PathBuf {
     {
         panic!("{missing}");
     }
-    eprintln!("skipping every test of this binary: {missing}");
+    super::skipped("every test of this binary", &missing);
     std::process::exit(0);
 }
 
