@@ -76,6 +76,13 @@ async def session(server, label, title, mode="auto"):
         page = ok(await client.call_tool("read_page", {"slug": slug}), "read_page")
         if page["body"] != "Second words." or page["version"] != updated["version"]:
             raise AssertionError(f"read_page: {page}")
+        stale = refused(
+            await client.call_tool(
+                "update_page",
+                {"slug": slug, "pin": PIN, "body": "Lost.", "expected_version": 1},
+            ),
+            "a stale expected_version",
+        )
         wrong = refused(
             await client.call_tool(
                 "archive_page", {"slug": slug, "pin": "not the pin at all"}
@@ -83,7 +90,10 @@ async def session(server, label, title, mode="auto"):
             "a wrong PIN",
         )
         archived = ok(
-            await client.call_tool("archive_page", {"slug": slug, "pin": PIN}),
+            await client.call_tool(
+                "archive_page",
+                {"slug": slug, "pin": PIN, "expected_version": updated["version"]},
+            ),
             "archive_page",
         )
         gone = refused(
@@ -104,6 +114,7 @@ async def session(server, label, title, mode="auto"):
                     "updated_version": updated["version"],
                     "read_body": page["body"],
                     "wrong_pin": wrong,
+                    "stale": stale,
                     "archived": archived,
                     "gone": gone,
                     "listed": [row["slug"] for row in listed["pages"]],
