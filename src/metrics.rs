@@ -186,6 +186,8 @@ pub struct Metrics {
     pub cache_entries: IntGauge,
     /// Bytes the cache's entries keep alive (bounded by `SEARCH_CACHE_MAX_BYTES`).
     pub cache_bytes: IntGauge,
+    /// What the cache's carry rule did per corpus move (`search::cache::carry`).
+    pub cache_carries: crate::search::cache::carry::CarryMetrics,
     pub candidates: IntGauge,
     pub generation: IntGauge,
     /// Log lines dropped because the queue to the log writer was full
@@ -316,6 +318,7 @@ impl Metrics {
                 "search_cache_bytes",
                 "Bytes kept alive by the search result LRU's entries (results, keys, renderings).",
             ),
+            cache_carries: crate::search::cache::carry::CarryMetrics::new(),
             candidates: gauge(
                 "search_candidates",
                 "Candidate pages in the current snapshot.",
@@ -416,6 +419,8 @@ impl Metrics {
             Box::new(metrics.in_flight.clone()),
             Box::new(metrics.cache_entries.clone()),
             Box::new(metrics.cache_bytes.clone()),
+            Box::new(metrics.cache_carries.carries.clone()),
+            Box::new(metrics.cache_carries.seconds.clone()),
             Box::new(metrics.candidates.clone()),
             Box::new(metrics.generation.clone()),
             Box::new(metrics.log_lines_dropped.clone()),

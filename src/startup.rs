@@ -214,7 +214,8 @@ fn app_state(
         scorers.clone(),
         settings.search.result_limit,
         metrics.scoring_seconds.clone(),
-    );
+    )
+    .with_carry_metrics(metrics.cache_carries.clone());
     let cache_view = cache.view();
     let cache = cache.start();
     // Each move of the corpus by a few pages carries the entries it cannot affect.

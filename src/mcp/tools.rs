@@ -27,7 +27,7 @@ use crate::operations::{body, Caller};
 use crate::search::query::QUERY_MAX;
 use crate::state::AppState;
 
-use super::{annotations, paging, quoting};
+use super::{annotations, output_schemas, paging, quoting};
 
 /// `search_pages`: `{query, page?}`.
 #[derive(Debug, Deserialize)]
@@ -226,9 +226,15 @@ fn tools() -> Vec<Tool> {
     ]
 }
 
-/// The tool `name`, with its annotations from their one place ([`annotations`]).
+/// The tool `name`, with its annotations and output schema from their own places
+/// ([`annotations`], [`output_schemas`]).
 fn tool(name: &'static str, description: &'static str, schema: JsonObject) -> Tool {
-    Tool::new(name, description, Arc::new(schema)).with_annotations(annotations::for_tool(name))
+    let tool = Tool::new(name, description, Arc::new(schema))
+        .with_annotations(annotations::for_tool(name));
+    match output_schemas::for_tool(name) {
+        Some(output) => tool.with_raw_output_schema(Arc::new(output)),
+        None => tool,
+    }
 }
 
 /// The `properties` of a derived schema object, as JSON.

@@ -196,4 +196,18 @@ async fn a_write_that_cannot_change_an_answer_carries_it_on_every_replica() {
         assert_eq!(statuses(&app, url).await, ["miss", "miss", "miss"], "{url}");
         assert_eq!(statuses(&app, url).await, ["hit", "hit", "hit"], "{url}");
     }
+
+    // The first replica's metrics count each entry of each of the six moves once.
+    let metrics = app.metrics().await;
+    let value = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {metrics}"))
+    };
+    let carries = "agent_pages_search_cache_carries_total";
+    assert_eq!(value(&format!("{carries}{{result=\"carried\"}}")), 13.0);
+    assert_eq!(value(&format!("{carries}{{result=\"dropped\"}}")), 5.0);
+    assert_eq!(value(&format!("{carries}{{result=\"unchecked\"}}")), 0.0);
+    assert_eq!(value("agent_pages_search_cache_carry_seconds_count"), 6.0);
 }

@@ -166,6 +166,8 @@ pub struct Cache {
     result_limit: usize,
     /// Observes each scoring's duration, in seconds.
     scoring_seconds: Histogram,
+    /// Counts what each corpus move did to the entries ([`Carry`]).
+    carry_metrics: carry::CarryMetrics,
 }
 
 impl Cache {
@@ -188,7 +190,14 @@ impl Cache {
             scorers,
             result_limit,
             scoring_seconds,
+            carry_metrics: carry::CarryMetrics::new(),
         }
+    }
+
+    /// This cache, counting its carries in `metrics` (registered by the caller).
+    pub fn with_carry_metrics(mut self, metrics: carry::CarryMetrics) -> Self {
+        self.carry_metrics = metrics;
+        self
     }
 
     /// The view handlers find hits in (see [`view`]).
@@ -267,6 +276,7 @@ impl Cache {
         if moved.from == moved.to {
             return done;
         }
+        let started = std::time::Instant::now();
         // Uses logged so far count: the most recently used are checked first.
         self.apply_touches();
         let probe = carry::Probe::new(moved);
@@ -318,6 +328,12 @@ impl Cache {
                 done.carried += 1;
             }
         });
+        self.carry_metrics.observe(
+            done.carried,
+            done.dropped,
+            done.unchecked,
+            started.elapsed().as_secs_f64(),
+        );
         done
     }
 
