@@ -78,6 +78,13 @@ async def session(server, label, title, mode="auto"):
         page = ok(await client.call_tool("read_page", {"slug": slug}), "read_page")
         if page["body"] != "Second words." or page["version"] != updated["version"]:
             raise AssertionError(f"read_page: {page}")
+        stale = refused(
+            await client.call_tool(
+                "update_page",
+                {"slug": slug, "pin": PIN, "body": "Lost.", "expected_version": 1},
+            ),
+            "a stale expected_version",
+        )
         # The body in parts of 5 characters, each result checked by the SDK against
         # read_page's outputSchema.
         parts, offset = [], 0
@@ -97,7 +104,10 @@ async def session(server, label, title, mode="auto"):
             "a wrong PIN",
         )
         archived = ok(
-            await client.call_tool("archive_page", {"slug": slug, "pin": PIN}),
+            await client.call_tool(
+                "archive_page",
+                {"slug": slug, "pin": PIN, "expected_version": updated["version"]},
+            ),
             "archive_page",
         )
         gone = refused(
@@ -122,6 +132,7 @@ async def session(server, label, title, mode="auto"):
                     "updated_version": updated["version"],
                     "read_body": page["body"],
                     "wrong_pin": wrong,
+                    "stale": stale,
                     "archived": archived,
                     "gone": gone,
                     "listed": [row["slug"] for row in listed["pages"]],

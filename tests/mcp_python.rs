@@ -92,6 +92,12 @@ fn check_session(app: &helpers::TestApp, session: &Value, version: &str) {
         "{label}"
     );
     assert_eq!(session["wrong_pin"]["status"], 403, "{label}");
+    // A stale expected_version changes nothing (issue 32 §2): the body stayed.
+    assert_eq!(
+        session["stale"]["type"], "/problems/version-mismatch",
+        "{label}"
+    );
+    assert_eq!(session["stale"]["current_version"], 2, "{label}");
     assert_eq!(session["archived"]["lifecycle"], "archived", "{label}");
     assert_eq!(session["archived"]["version"], 3, "{label}");
     assert_eq!(session["gone"]["type"], "/problems/not-found", "{label}");
@@ -183,7 +189,7 @@ async fn the_official_python_client_uses_every_tool_over_http_and_stdio() {
         )
         .unwrap();
     assert_eq!(
-        count, 12,
-        "publish, update, wrong archive, archive: 4 a session"
+        count, 15,
+        "publish, update, stale update, wrong archive, archive: 5 a session"
     );
 }

@@ -31,6 +31,59 @@ pub struct RestorePage {
     pub version: i64,
 }
 
+/// `POST /api/pages/{slug}/pin`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, expecting = "a JSON object")]
+pub struct RotatePin {
+    /// The page's PIN from now on: the PIN rules of publishing (6–64 characters, no
+    /// control character, no whitespace at either end).
+    #[schema(min_length = 6, max_length = 64, example = "battery staple horse")]
+    pub new_pin: String,
+}
+
+/// A page whose PIN was just replaced.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PinRotated {
+    pub slug: String,
+    /// The page's version: a new PIN is not a new version.
+    pub version: i64,
+}
+
+/// Replaces the PIN of the page `target` names (with its current PIN in
+/// `target.pin`) by `input.new_pin`, for `caller`: the slug, the new PIN's rules,
+/// then the publish budget, then the PIN check (wrong PINs count as for any
+/// write), then the new hash and the write. Errors as
+/// `POST /api/pages/{slug}/pin` answers them.
+pub async fn rotate_pin(
+    state: &AppState,
+    caller: &Caller,
+    target: Target<'_>,
+    input: RotatePin,
+) -> Result<Written<PinRotated>, ApiError> {
+    let slug = path_slug(target.slug)?;
+    crate::pin::check(&input.new_pin)
+        .map_err(|e| ApiError::validation("new_pin", e.to_string()))?;
+    let spent = publish_budget::spend(state, &caller.client).await?;
+    let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
+    let hash = crate::pin::hash_off_thread(&state.api.hash_slots, input.new_pin).await?;
+    state.pages.store.set_pin_hash(id, hash).await?;
+    let version = state
+        .pages
+        .store
+        .versions(id, 0, 1)
+        .await?
+        .rows
+        .first()
+        .map_or(1, |v| v.version);
+    Ok(Written {
+        answer: PinRotated {
+            slug: slug.to_string(),
+            version,
+        },
+        spent,
+    })
+}
+
 /// One kept version in a page's history list (no body). Times are unix seconds.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct VersionItem {

@@ -126,6 +126,11 @@ pub trait PageBackend: Send + Sync + 'static {
         terms: WriteTerms,
     ) -> StoreFuture<'_, Restored>;
 
+    /// Replaces page `id`'s PIN hash with `pin_hash` (an argon2id PHC string): the
+    /// old PIN stops working at the next check, on every process (PIN checks read
+    /// the hash from the store each time). Not a version: title and body stay.
+    fn set_pin_hash(&self, id: i64, pin_hash: String) -> StoreFuture<'_, ()>;
+
     /// How many versions of page `id` are kept, and `limit` of them from
     /// `offset`, newest first.
     fn versions(&self, id: i64, offset: i64, limit: i64) -> StoreFuture<'_, VersionList>;
@@ -388,6 +393,11 @@ impl PageStore {
         let terms = self.terms(expected);
         self.timed(self.backend.restore(id, version, now, terms))
             .await
+    }
+
+    /// [`PageBackend::set_pin_hash`].
+    pub async fn set_pin_hash(&self, id: i64, pin_hash: String) -> Result<(), PageStoreError> {
+        self.observe(self.backend.set_pin_hash(id, pin_hash).await)
     }
 
     /// [`PageBackend::versions`].

@@ -373,6 +373,19 @@ impl PageBackend for PostgresPages {
         self.restore_kept(id, version, now, terms)
     }
 
+    fn set_pin_hash(&self, id: i64, pin_hash: String) -> StoreFuture<'_, ()> {
+        self.call(move |c| {
+            Box::pin(async move {
+                c.execute(
+                    "UPDATE pages SET pin_hash = $2 WHERE id = $1",
+                    &[&id, &pin_hash],
+                )
+                .await?;
+                Ok(())
+            })
+        })
+    }
+
     fn versions(&self, id: i64, offset: i64, limit: i64) -> StoreFuture<'_, VersionList> {
         self.versions_kept(id, offset, limit)
     }

@@ -406,3 +406,45 @@ async fn two_concurrent_updates_with_the_same_if_match_make_one_version_and_one_
         assert_eq!(app.history_rows("notes"), round + 1);
     }
 }
+
+#[actix_web::test]
+async fn a_rotated_pin_replaces_the_old_one_at_once() {
+    let app = spawn_app().await;
+    app.publish("notes", "Notes").await;
+    let rotate = |current: &'static str, new_pin: Value| {
+        let app = &app;
+        async move {
+            Reply::of(
+                app.client
+                    .post(app.url("/api/pages/notes/pin"))
+                    .header("X-Forwarded-For", AGENT)
+                    .header("X-Page-Pin", current)
+                    .json(&json!({ "new_pin": new_pin }))
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await
+        }
+    };
+    rotate("wrong pin!", json!("battery staple horse"))
+        .await
+        .problem(403, "wrong-pin");
+    rotate(PIN, json!("short")).await.problem(400, "validation");
+    let r = rotate(PIN, json!("battery staple horse")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json(), json!({"slug": "notes", "version": 1}));
+    app.put_page("notes", Some(PIN), AGENT, json!({"body": "old pin"}))
+        .await
+        .problem(403, "wrong-pin");
+    let r = app
+        .put_page(
+            "notes",
+            Some("battery staple horse"),
+            AGENT,
+            json!({"body": "new pin"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(app.stored("notes").2, "new pin");
+}

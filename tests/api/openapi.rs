@@ -5,7 +5,7 @@ use serde_json::Value;
 use crate::helpers::spawn_app;
 
 /// Every route `startup::routes_config` registers under `/api`, with its methods.
-const ROUTES: [(&str, &[&str]); 8] = [
+const ROUTES: [(&str, &[&str]); 9] = [
     ("/api/pages", &["get", "post"]),
     ("/api/pages/{slug}", &["get", "put"]),
     ("/api/pages/{slug}/archive", &["post"]),
@@ -13,6 +13,7 @@ const ROUTES: [(&str, &[&str]); 8] = [
     ("/api/pages/{slug}/versions", &["get"]),
     ("/api/pages/{slug}/versions/{version}", &["get"]),
     ("/api/pages/{slug}/restore", &["post"]),
+    ("/api/pages/{slug}/pin", &["post"]),
     ("/api/openapi.json", &["get"]),
 ];
 
@@ -50,7 +51,7 @@ async fn the_document_is_openapi_3_1_and_lists_every_route() {
     assert_eq!(documented, expected);
     assert_eq!(
         documented.len(),
-        10,
+        11,
         "the loop below checks every operation"
     );
 

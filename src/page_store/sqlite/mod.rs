@@ -304,6 +304,17 @@ impl PageBackend for SqlitePages {
             .boxed()
     }
 
+    fn set_pin_hash(&self, id: i64, pin_hash: String) -> StoreFuture<'_, ()> {
+        self.write(move |tx| {
+            tx.execute(
+                "UPDATE pages SET pin_hash = ?2 WHERE id = ?1",
+                rusqlite::params![id, pin_hash],
+            )
+            .map(drop)
+        })
+        .boxed()
+    }
+
     fn versions(&self, id: i64, offset: i64, limit: i64) -> StoreFuture<'_, VersionList> {
         self.read(move |c| history::versions(c, id, offset, limit))
             .boxed()

@@ -7,7 +7,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use super::{conditions, spent_headers, target};
 use crate::http::body;
 use crate::operations::error::{ApiError, Problem};
-use crate::operations::history::{self, RestorePage, VersionList, VersionView};
+use crate::operations::history::{
+    self, PinRotated, RestorePage, RotatePin, VersionList, VersionView,
+};
 use crate::operations::pages;
 use crate::operations::types::{ListQuery, Updated};
 use crate::state::AppState;
@@ -115,4 +117,43 @@ pub async fn restore(
     let restored =
         history::restore(&state, &caller, target(&req, &slug), input, conditions).await?;
     Ok(spent_headers(restored, HttpResponse::Ok()))
+}
+
+/// Replace a page's PIN.
+///
+/// `X-Page-Pin` holds the current PIN (checked, and wrong ones counted, as for any
+/// write); from the answer on only `new_pin` works, on every replica. Spends one
+/// write from the publish budget; the page's version does not change.
+#[utoipa::path(
+    post,
+    path = "/api/pages/{slug}/pin",
+    tag = "pages",
+    request_body = RotatePin,
+    params(
+        ("slug" = String, Path, description = "The page's slug"),
+        ("X-Page-Pin" = String, Header, description = "The page's current PIN"),
+    ),
+    responses(
+        (status = 200, description = "The PIN is replaced", body = PinRotated),
+        (status = 400, description = "Invalid field or malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`), or the client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
+        (status = 503, description = "The budget or the database cannot answer now; nothing was written", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
+    )
+)]
+pub async fn rotate_pin(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    pages::path_slug(&slug)?;
+    let input: RotatePin = body::read_json(&state.api.bodies, &req, payload).await?;
+    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let rotated = history::rotate_pin(&state, &caller, target(&req, &slug), input).await?;
+    Ok(spent_headers(rotated, HttpResponse::Ok()))
 }

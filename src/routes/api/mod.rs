@@ -78,6 +78,11 @@ pub fn scope() -> actix_web::Scope {
                 .default_service(web::to(|| wrong_method("POST"))),
         )
         .service(
+            web::resource("/pages/{slug}/pin")
+                .route(web::post().to(history::rotate_pin))
+                .default_service(web::to(|| wrong_method("POST"))),
+        )
+        .service(
             web::resource("/openapi.json")
                 .route(web::get().to(openapi::document))
                 .default_service(web::to(|| wrong_method("GET, HEAD"))),

@@ -12,7 +12,9 @@ use utoipa::Number;
 use utoipa::{Modify, OpenApi};
 
 use crate::operations::error::Problem;
-use crate::operations::history::{RestorePage, VersionItem, VersionList, VersionView};
+use crate::operations::history::{
+    PinRotated, RestorePage, RotatePin, VersionItem, VersionList, VersionView,
+};
 use crate::operations::pages::MAX_PAGE;
 use crate::operations::pin_check::PIN_HEADER;
 use crate::operations::types::{
@@ -56,6 +58,7 @@ use crate::page_store::VersionKind;
         super::history::versions,
         super::history::version,
         super::history::restore,
+        super::history::rotate_pin,
         document
     ),
     components(schemas(
@@ -68,6 +71,8 @@ use crate::page_store::VersionKind;
         PageList,
         PageListItem,
         RestorePage,
+        RotatePin,
+        PinRotated,
         VersionList,
         VersionItem,
         VersionView,
