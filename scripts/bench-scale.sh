@@ -21,6 +21,9 @@
 #            from the `agent_pages_search_scoring_seconds` histogram (/metrics,
 #            the difference of two scrapes, interpolated in its buckets as
 #            Prometheus' histogram_quantile does), and as curl saw them
+#   nonword  40 misses of the shape "two common title words and a token that is
+#            no word" (`web json z12q`): the pairs from the corpus's 100 most
+#            common title words (3+ letters), the token z<10..49>q; timed alike
 #   write    20 rounds of "a search of a new query" and 20 of "create a page
 #            (no PIN), then a search of a new query", alternating: the search's
 #            time as curl saw it, p50 and max of each, and the difference
@@ -43,7 +46,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --stream-secs) stream_secs="$2"; shift 2 ;;
     --write-rate) write_rate="$2"; shift 2 ;;
-    -h|--help) sed -n 2,34p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,37p "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) corpus="$1"; shift ;;
   esac
@@ -173,6 +176,20 @@ miss_p99=$(hq_sorted 0.99)
 misses=$(awk '$1 == "+Inf" {print $3 - $2}' "$work/hj")
 client_p50=$(pct 50 <"$work/t40"); client_p99=$(pct 99 <"$work/t40")
 
+# --- misses of common words and a non-word ------------------------------------------
+awk -v s="$step" 'NR % s == 0' "$jsonl" | jq -r '.title' | tr 'A-Z' 'a-z' | tr -cs 'a-z' '\n' \
+  | awk 'length($0) >= 3' | sort | uniq -c | sort -k1,1nr -k2 | head -100 | awk '{print $2}' >"$work/common"
+awk '{w[NR-1] = $1} END {for (i = 0; i < 40; i++) printf "%s %s z%dq\n", w[i % NR], w[(7 * i + 3) % NR], 10 + i}' \
+  "$work/common" | awk '$1 != $2' >"$work/qn"
+mv "$work/h1" "$work/h0"
+while read -r q; do search "$q"; done <"$work/qn" >"$work/tn"
+scrape >"$work/h1"
+sort -o "$work/h0" "$work/h0"; sort -o "$work/h1" "$work/h1"
+nonword_p50=$(hq_sorted 0.5)
+nonword_p99=$(hq_sorted 0.99)
+nonwords=$(awk '$1 == "+Inf" {print $3 - $2}' "$work/hj")
+nonword_client_p99=$(pct 99 <"$work/tn")
+
 # --- a write, then a search -------------------------------------------------------
 take 40 >"$work/qw"
 : >"$work/alone"; : >"$work/after"
@@ -216,6 +233,7 @@ echo "| RSS once ready | $rss_ready MB |"
 echo "| RSS after ${stream_secs} s of ${write_rate} creates/s | $rss_after MB ($(awk -v a="$rss_after" -v r="$rss_ready" 'BEGIN{printf "%.2f", a/r}')× ready; the search cache then holds ${cache_mb:-?} MB) |"
 echo "| first search after \`listening on\` | $(ms "$first") ms (the hundredth $(ms "$hundredth") ms, median of 2–100 $(ms "$median99") ms) |"
 echo "| miss, server scoring time ($misses distinct 2–3 word queries) | p50 $miss_p50 ms, p99 $miss_p99 ms (as curl saw them: p50 $(ms "$client_p50"), p99 $(ms "$client_p99") ms) |"
+echo "| miss, server scoring time ($nonwords queries: two common words and a non-word, e.g. \`$(head -1 "$work/qn")\`) | p50 $nonword_p50 ms, p99 $nonword_p99 ms (curl p99 $(ms "$nonword_client_p99") ms) |"
 echo "| one API create, then the next search | p50 $(ms "$after_p50") ms, max $(ms "$after_max") ms; without the write p50 $(ms "$alone_p50") ms, max $(ms "$alone_max") ms: +$(awk -v a="$after_p50" -v b="$alone_p50" 'BEGIN{printf "%.1f", (a-b)*1000}') ms at p50 |"
 echo "| searching during ${write_rate} creates/s (2 clients, fixed + fresh queries) | misses p50 $(col 200-miss 4) ms, p99 $(col 200-miss 6) ms ($(col 200-miss 2) misses); hits p50 $(col 200-hit 4) ms, p99 $(col 200-hit 6) ms ($(col 200-hit 2) hits); creates p50 $(col write-201 4) ms, p99 $(col write-201 6) ms ($(col write-201 2)) |"
 echo

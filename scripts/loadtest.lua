@@ -23,6 +23,8 @@ local distinct = os.getenv("LOADTEST_DISTINCT") == "1"
 sent = 0
 answered = 0
 statuses = {}
+-- Answers per second: timeline[unix second][status] = count (for --report).
+timeline = {}
 first_sent = nil
 last_answered = nil
 
@@ -89,6 +91,17 @@ function report(s)
     "LOADTEST sent=%d answered=%d s200=%d s429=%d s503=%d s500=%d other=%d first=%d last=%d complete=%d\n",
     s.sent, s.answered, count(200), count(429), count(503), count(500), other,
     s.first_sent or 0, s.last_answered or 0, s.complete and 1 or 0))
+  -- One line per second with answers: LOADSEC second s200 s429 s503 s500 other.
+  for second, codes in pairs(s.timeline or {}) do
+    local other_n = 0
+    for code, n in pairs(codes) do
+      if code ~= 200 and code ~= 429 and code ~= 503 and code ~= 500 then
+        other_n = other_n + n
+      end
+    end
+    io.write(string.format("LOADSEC %d %d %d %d %d %d\n", second, codes[200] or 0,
+      codes[429] or 0, codes[503] or 0, codes[500] or 0, other_n))
+  end
   io.flush()
 end
 
@@ -99,9 +112,13 @@ function response(status, headers, body)
   answered = answered + 1
   statuses[status] = (statuses[status] or 0) + 1
   last_answered = os.time()
+  local second = timeline[last_answered] or {}
+  second[status] = (second[status] or 0) + 1
+  timeline[last_answered] = second
   if answered >= requests then
     report({ sent = sent, answered = answered, statuses = statuses,
-             first_sent = first_sent, last_answered = last_answered, complete = true })
+             first_sent = first_sent, last_answered = last_answered, complete = true,
+             timeline = timeline })
     os.exit(0)
   end
 end
@@ -117,6 +134,6 @@ function done(summary, latency, reqs)
   for _, t in ipairs(threads) do
     report({ sent = t:get("sent"), answered = t:get("answered"), statuses = t:get("statuses"),
              first_sent = t:get("first_sent"), last_answered = t:get("last_answered"),
-             complete = false })
+             complete = false, timeline = t:get("timeline") })
   end
 end

@@ -38,6 +38,9 @@ usage: scripts/loadtest.sh [options] BASE_URL
                          (default: that variable, else 2)
   -d, --duration SECS    time limit per phase (default 60); searches still
                          unanswered then make the run fail
+      --report FILE.svg  also draw the status split per second of each phase
+                         next to what the budget predicts for those seconds
+                         (scripts/loadtest-report.py, needs python3)
   -h, --help             this text
 
 BASE_URL is where the server (or its proxy) answers, e.g. http://127.0.0.1:8081.
@@ -56,6 +59,7 @@ per_minute="${SEARCH_RATE_PER_MINUTE:-20}"
 per_hour="${SEARCH_RATE_PER_HOUR:-200}"
 concurrency="${SEARCH_CONCURRENCY:-2}"
 duration=60
+report=""
 base_url=""
 
 while [ $# -gt 0 ]; do
@@ -71,6 +75,7 @@ while [ $# -gt 0 ]; do
     --per-hour) per_hour="$2"; shift 2 ;;
     --concurrency) concurrency="$2"; shift 2 ;;
     -d | --duration) duration="$2"; shift 2 ;;
+    --report) report="$2"; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     -*) echo "loadtest: unknown option $1" >&2; usage >&2; exit 2 ;;
     *)
@@ -93,6 +98,13 @@ command -v wrk >/dev/null || die "wrk is not installed (apt-get install -y wrk)"
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 lua="$script_dir/loadtest.lua"
 [ -f "$lua" ] || die "missing $lua"
+timeline=""
+if [ -n "$report" ]; then
+  command -v python3 >/dev/null || die "--report needs python3"
+  [ -f "$script_dir/loadtest-report.py" ] || die "missing $script_dir/loadtest-report.py"
+  timeline="$(mktemp)"
+  trap 'rm -f "$timeline"' EXIT
+fi
 
 min() { if [ "$1" -lt "$2" ]; then echo "$1"; else echo "$2"; fi; }
 
@@ -122,6 +134,10 @@ run_phase() {
     cat "$out" >&2
     rm -f "$out"
     die "wrk printed no result (exit $wrk_status)"
+  fi
+  if [ -n "$timeline" ]; then
+    echo "PHASE $title|$phase_clients|$(date +%s)" >>"$timeline"
+    grep '^LOADSEC ' "$out" >>"$timeline" || true
   fi
   rm -f "$out"
   local sent answered s200 s429 s503 s500 other first last complete
@@ -204,5 +220,9 @@ if [ "$phase" = single ] || [ "$phase" = both ]; then
 fi
 if [ "$phase" = many ] || [ "$phase" = both ]; then
   run_phase "many clients" "$clients" || failed=1
+fi
+if [ -n "$report" ]; then
+  python3 "$script_dir/loadtest-report.py" "$timeline" "$report" "$per_minute" "$per_hour"
+  echo "loadtest: drew $report"
 fi
 exit "$failed"

@@ -10,6 +10,8 @@
 //!
 //! Storage faults never answer 500 (SPEC §10): only a bug of ours does.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How a storage error is to be answered.
@@ -98,6 +100,58 @@ impl StorageAnswer {
             StorageAnswer::DatabaseBusy | StorageAnswer::BudgetUnavailable => Some(1),
             StorageAnswer::StorageUnavailable => Some(STORAGE_RETRY_AFTER.as_secs() as i64),
             StorageAnswer::Internal => None,
+        }
+    }
+}
+
+/// Whether one store answers, shared by the clones of its handle: the event log
+/// says once when it stops answering (its first unavailable answer after an
+/// answer) and once when it answers again, not once per request. The page store
+/// and the budget store each keep one.
+#[derive(Debug, Clone)]
+pub struct StoreHealth {
+    store: Store,
+    /// `true` while the store answers (or has not failed yet).
+    up: Arc<AtomicBool>,
+}
+
+impl StoreHealth {
+    /// The health of `store`, answering until told otherwise.
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            up: Arc::new(AtomicBool::new(true)),
+        }
+    }
+
+    /// Notes that backend `kind` (`sqlite`, `redis`, …) could not answer, with
+    /// `error` for the log: a warning when it answered until now.
+    pub fn unavailable(&self, kind: &'static str, error: &dyn std::fmt::Display) {
+        if self.up.swap(false, Ordering::SeqCst) {
+            match self.store {
+                Store::Pages => tracing::warn!(
+                    store = kind,
+                    error = %error,
+                    "page store unavailable: writes and searches are answered 503 until it answers"
+                ),
+                Store::Budget => tracing::warn!(
+                    store = kind,
+                    error = %error,
+                    "budget store unavailable: budgeted requests are refused with 503 until it answers"
+                ),
+            }
+        }
+    }
+
+    /// Notes that backend `kind` answered: the recovery is logged when it did not
+    /// answer until now (a read only while it answers, so the shared flag is not
+    /// written on every call).
+    pub fn answered(&self, kind: &'static str) {
+        if !self.up.load(Ordering::Relaxed) && !self.up.swap(true, Ordering::SeqCst) {
+            match self.store {
+                Store::Pages => tracing::info!(store = kind, "page store answers again"),
+                Store::Budget => tracing::info!(store = kind, "budget store answers again"),
+            }
         }
     }
 }

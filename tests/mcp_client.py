@@ -3,9 +3,11 @@
 "auto" negotiation, then the legacy `initialize` handshake) and through the stdio
 bridge (`--stdio BINARY URL`, `agent-pages mcp --url URL` launched by the SDK).
 
-Each session lists the tools, publishes a page with a PIN, finds it with
-search_pages, updates it, reads it, tries a wrong PIN, archives it and reads it
-again (gone). Prints one JSON line per session: what the Rust test checks.
+Each session lists the tools (each with an outputSchema, against which the SDK
+checks every successful result), publishes a page with a PIN, finds it with
+search_pages, updates it, reads it whole and in parts (max_chars, offset), tries a
+wrong PIN, archives it and reads it again (gone). Over HTTP a last session uses the
+read-only face (`URL/readonly`): three tools, a write refused. Prints one JSON line per session: what the Rust test checks.
 Any surprise raises, so the process exits non-zero.
 """
 
@@ -76,6 +78,18 @@ async def session(server, label, title, mode="auto"):
         page = ok(await client.call_tool("read_page", {"slug": slug}), "read_page")
         if page["body"] != "Second words." or page["version"] != updated["version"]:
             raise AssertionError(f"read_page: {page}")
+        # The body in parts of 5 characters, each result checked by the SDK against
+        # read_page's outputSchema.
+        parts, offset = [], 0
+        while offset is not None:
+            part = ok(
+                await client.call_tool(
+                    "read_page", {"slug": slug, "max_chars": 5, "offset": offset}
+                ),
+                "read_page in parts",
+            )
+            parts.append(part["body"])
+            offset = part["next_offset"]
         wrong = refused(
             await client.call_tool(
                 "archive_page", {"slug": slug, "pin": "not the pin at all"}
@@ -97,6 +111,10 @@ async def session(server, label, title, mode="auto"):
                     "protocol_version": version,
                     "server": client.server_info.name if client.server_info else None,
                     "tools": sorted(names),
+                    "output_schemas": sorted(
+                        tool.name for tool in tools.tools if tool.output_schema is not None
+                    ),
+                    "parts": parts,
                     "publish_pin_pattern": schemas["publish_page"]["properties"]["pin"].get("pattern"),
                     "slug": slug,
                     "found": slugs,
@@ -113,11 +131,37 @@ async def session(server, label, title, mode="auto"):
         )
 
 
+async def read_only_session(url, label):
+    """The read-only face: its tools, a write refused as a tool it does not have,
+    a read served."""
+    async with Client(url) as client:
+        tools = await client.list_tools()
+        names = sorted(tool.name for tool in tools.tools)
+        try:
+            await client.call_tool("publish_page", {"title": "Visitor notes", "pin": PIN})
+            publish = "served"
+        except Exception as e:  # the SDK raises the JSON-RPC error it was answered
+            publish = str(e)
+        listed = ok(await client.call_tool("list_pages", {}), "list_pages (read-only)")
+        print(
+            json.dumps(
+                {
+                    "label": label,
+                    "tools": names,
+                    "publish": publish,
+                    "listed": [row["slug"] for row in listed["pages"]],
+                }
+            ),
+            flush=True,
+        )
+
+
 async def main(argv):
     if argv[1] == "--http":
         url = argv[2]
         await session(url, "http", "Python walrus notes")
         await session(url, "http-legacy", "Python narwhal notes", mode="legacy")
+        await read_only_session(f"{url}/readonly", "read-only")
     elif argv[1] == "--stdio":
         binary, url = argv[2], argv[3]
         params = StdioServerParameters(command=binary, args=["mcp", "--url", url])

@@ -4,8 +4,10 @@
 //! HTTP (the SDK's default negotiation, which offers the 2026-07-28 revision first,
 //! then the `initialize` handshake) and through the stdio bridge (the SDK launches
 //! the real binary), lists the tools, publishes with a PIN, finds the page with
-//! `search_pages`, updates, reads, archives it; this test checks what it printed and
-//! what the server stored.
+//! `search_pages`, updates, reads (whole and in parts), archives it, every result
+//! checked by the SDK against its tool's `outputSchema`; over HTTP it also uses the
+//! read-only face `/mcp/readonly`. This test checks what it printed and what the
+//! server stored.
 //!
 //! Without the venv (a developer machine that never ran `.ci/run`) the test says so
 //! and passes; under CI (`CI` set) a missing venv fails it.
@@ -77,6 +79,15 @@ fn check_session(app: &helpers::TestApp, session: &Value, version: &str) {
     assert_eq!(session["updated_version"], 2, "{label}");
     assert_eq!(session["read_body"], "Second words.", "{label}");
     assert_eq!(
+        session["parts"],
+        serde_json::json!(["Secon", "d wor", "ds."]),
+        "{label}: read_page in parts"
+    );
+    assert_eq!(
+        session["output_schemas"], session["tools"],
+        "{label}: every tool has an outputSchema"
+    );
+    assert_eq!(
         session["wrong_pin"]["type"], "/problems/wrong-pin",
         "{label}"
     );
@@ -126,9 +137,28 @@ async fn the_official_python_client_uses_every_tool_over_http_and_stdio() {
             .await
             .unwrap()
     };
-    assert_eq!(http.len(), 2, "{http:?}");
+    assert_eq!(http.len(), 3, "{http:?}");
     check_session(&app, &http[0], "2026-07-28");
     check_session(&app, &http[1], "2025-11-25");
+    let read_only = &http[2];
+    assert_eq!(
+        read_only["tools"],
+        serde_json::json!(["list_pages", "read_page", "search_pages"]),
+        "{read_only}"
+    );
+    let refused = read_only["publish"].as_str().unwrap();
+    assert!(
+        refused.contains("no tool is named `publish_page`"),
+        "{refused}"
+    );
+    assert!(
+        !read_only["listed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == "visitor-notes"),
+        "{read_only}"
+    );
 
     let binary = env!("CARGO_BIN_EXE_agent-pages");
     let stdio = actix_web::rt::task::spawn_blocking(move || {

@@ -40,7 +40,6 @@
 //!
 //! [`Clock`]: crate::clock::Clock
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -116,8 +115,8 @@ pub struct BudgetStore {
     /// Full windows seen: bucket key → when the refusal ends, in the store's time.
     /// Bounded; an evicted entry only costs one store round trip.
     full: Arc<Mutex<LruCache<String, Until>>>,
-    /// `true` while the store answers (or has not failed yet); shared by clones.
-    up: Arc<AtomicBool>,
+    /// Whether it answers, for the log; shared by clones.
+    health: crate::faults::StoreHealth,
     /// Where each call to the backend is counted and timed, once start-up has set it
     /// (`agent_pages_budget_store_calls_total`); shared by clones.
     calls: crate::metrics::StoreCallsSlot,
@@ -173,7 +172,7 @@ impl BudgetStore {
         Self {
             backend: Arc::new(backend),
             full: Arc::new(Mutex::new(LruCache::new(FULL_MEMO_ENTRIES))),
-            up: Arc::new(AtomicBool::new(true)),
+            health: crate::faults::StoreHealth::new(crate::faults::Store::Budget),
             calls: Default::default(),
         }
     }
@@ -198,20 +197,8 @@ impl BudgetStore {
     /// answer after one logs the recovery.
     fn observe<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
         match &result {
-            Err(e) if e.is_unavailable() => {
-                if self.up.swap(false, Ordering::SeqCst) {
-                    tracing::warn!(
-                        store = self.kind(),
-                        error = %e,
-                        "budget store unavailable: budgeted requests are refused with 503 until it answers"
-                    );
-                }
-            }
-            Ok(_) => {
-                if !self.up.swap(true, Ordering::SeqCst) {
-                    tracing::info!(store = self.kind(), "budget store answers again");
-                }
-            }
+            Err(e) if e.is_unavailable() => self.health.unavailable(self.kind(), e),
+            Ok(_) => self.health.answered(self.kind()),
             Err(_) => {}
         }
         result

@@ -21,6 +21,7 @@ pub mod bridge;
 pub mod envelope;
 pub mod face;
 pub mod origins;
+pub mod output_schemas;
 pub mod paging;
 pub mod quoting;
 pub mod repeated_keys;

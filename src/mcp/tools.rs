@@ -27,7 +27,7 @@ use crate::operations::{body, Caller};
 use crate::search::query::QUERY_MAX;
 use crate::state::AppState;
 
-use super::{annotations, paging, quoting};
+use super::{annotations, output_schemas, paging, quoting};
 
 /// `search_pages`: `{query, page?}`.
 #[derive(Debug, Deserialize)]
@@ -44,7 +44,7 @@ struct ListArgs {
     page: Option<i64>,
 }
 
-/// `update_page`: `{slug, pin, title?, body?}`.
+/// `update_page`: `{slug, pin, title?, body?, expected_version?}`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a JSON object")]
 struct UpdateArgs {
@@ -52,14 +52,31 @@ struct UpdateArgs {
     pin: String,
     title: Option<String>,
     body: Option<String>,
+    /// As `If-Match: "v{n}"` over HTTP.
+    expected_version: Option<i64>,
 }
 
-/// `archive_page` and `claim_page`: `{slug, pin}`.
+/// `archive_page` and `claim_page`: `{slug, pin, expected_version?}`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a JSON object")]
 struct PinArgs {
     slug: String,
     pin: String,
+    /// As `If-Match: "v{n}"` over HTTP.
+    expected_version: Option<i64>,
+}
+
+/// The `expected_version` argument of the writing tools (issue 32 §2).
+fn expected_version_schema() -> Value {
+    json!({
+        "type": "integer",
+        "minimum": 1,
+        "description": "Write only if the page is at this version (its version as \
+                        read_page or the last write answered); otherwise the call \
+                        fails with /problems/version-mismatch naming the current \
+                        version, and nothing changes. Left out: write whatever \
+                        version the page is at.",
+    })
 }
 
 /// The tools, in the order `tools/list` gives them.
@@ -175,6 +192,7 @@ fn tools() -> Vec<Tool> {
                     ("pin", pin.clone()),
                     ("title", field(&update, "title")),
                     ("body", field(&update, "body")),
+                    ("expected_version", expected_version_schema()),
                 ],
                 &["slug"],
             ),
@@ -184,7 +202,11 @@ fn tools() -> Vec<Tool> {
             "Archive a page: it leaves the list and search at once. Needs its PIN; \
              archiving again changes nothing. Spends one write from the publish budget.",
             object(
-                &[("slug", slug.clone()), ("pin", pin.clone())],
+                &[
+                    ("slug", slug.clone()),
+                    ("pin", pin.clone()),
+                    ("expected_version", expected_version_schema()),
+                ],
                 &["slug"],
             ),
         ),
@@ -192,14 +214,27 @@ fn tools() -> Vec<Tool> {
             "claim_page",
             "Claim a page: it leaves the list, search and its public URL at once. Needs its \
              PIN; claiming again changes nothing. Spends one write from the publish budget.",
-            object(&[("slug", slug), ("pin", pin)], &["slug"]),
+            object(
+                &[
+                    ("slug", slug),
+                    ("pin", pin),
+                    ("expected_version", expected_version_schema()),
+                ],
+                &["slug"],
+            ),
         ),
     ]
 }
 
-/// The tool `name`, with its annotations from their one place ([`annotations`]).
+/// The tool `name`, with its annotations and output schema from their own places
+/// ([`annotations`], [`output_schemas`]).
 fn tool(name: &'static str, description: &'static str, schema: JsonObject) -> Tool {
-    Tool::new(name, description, Arc::new(schema)).with_annotations(annotations::for_tool(name))
+    let tool = Tool::new(name, description, Arc::new(schema))
+        .with_annotations(annotations::for_tool(name));
+    match output_schemas::for_tool(name) {
+        Some(output) => tool.with_raw_output_schema(Arc::new(output)),
+        None => tool,
+    }
 }
 
 /// The `properties` of a derived schema object, as JSON.
@@ -419,7 +454,10 @@ async fn update_page(
         title: input.title,
         body: input.body,
     };
-    let updated: Updated = pages::update(state, caller, target, change, Conditions::default())
+    let conditions = Conditions {
+        expected_version: input.expected_version,
+    };
+    let updated: Updated = pages::update(state, caller, target, change, conditions)
         .await?
         .answer;
     let text = format!("Updated {} to version {}.", updated.slug, updated.version);
@@ -442,7 +480,9 @@ async fn pin_change(
         slug: &input.slug,
         pin: Some(input.pin.as_bytes()),
     };
-    let conditions = Conditions::default();
+    let conditions = Conditions {
+        expected_version: input.expected_version,
+    };
     let after: StateChanged = match change {
         Change::Archive => pages::archive(state, caller, target, conditions).await?,
         Change::Claim => pages::claim(state, caller, target, conditions).await?,

@@ -27,7 +27,6 @@ mod postgres_history;
 pub mod sqlite;
 
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -220,8 +219,8 @@ pub type CandidateSink = Box<dyn FnMut(CandidateRef<'_>) + Send>;
 #[derive(Clone)]
 pub struct PageStore {
     backend: Arc<dyn PageBackend>,
-    /// `true` while the store answers (or has not failed yet); shared by clones.
-    up: Arc<AtomicBool>,
+    /// Whether it answers, for the log; shared by clones.
+    health: crate::faults::StoreHealth,
     /// Where each call is counted and timed, once start-up has set it
     /// (`agent_pages_page_store_calls_total`); shared by clones.
     calls: crate::metrics::StoreCallsSlot,
@@ -234,7 +233,7 @@ impl PageStore {
     pub fn new(backend: impl PageBackend) -> Self {
         Self {
             backend: Arc::new(backend),
-            up: Arc::new(AtomicBool::new(true)),
+            health: crate::faults::StoreHealth::new(crate::faults::Store::Pages),
             calls: Default::default(),
             history_versions: history::DEFAULT_HISTORY_VERSIONS,
         }
@@ -299,20 +298,8 @@ impl PageStore {
             took,
         );
         match &result {
-            Err(PageStoreError::Unavailable(e)) => {
-                if self.up.swap(false, Ordering::SeqCst) {
-                    tracing::warn!(
-                        store = self.kind(),
-                        error = %e,
-                        "page store unavailable: writes and searches are answered 503 until it answers"
-                    );
-                }
-            }
-            Ok(_) => {
-                if !self.up.load(Ordering::Relaxed) && !self.up.swap(true, Ordering::SeqCst) {
-                    tracing::info!(store = self.kind(), "page store answers again");
-                }
-            }
+            Err(PageStoreError::Unavailable(e)) => self.health.unavailable(self.kind(), e),
+            Ok(_) => self.health.answered(self.kind()),
             Err(_) => {}
         }
         result

@@ -138,6 +138,19 @@ fn stale(current: Option<i64>) -> VersionMismatch {
     }
 }
 
+/// Page `id`'s version now, in a statement of its own (so a snapshot taken after
+/// any write that committed while the caller's statement waited).
+async fn current_version(
+    c: &deadpool_postgres::Object,
+    id: i64,
+) -> Result<Option<i64>, tokio_postgres::Error> {
+    Ok(
+        c.query_opt("SELECT current_version FROM pages WHERE id = $1", &[&id])
+            .await?
+            .map(|r| r.get(0)),
+    )
+}
+
 fn version_row(r: &Row) -> PageVersion {
     PageVersion {
         version: r.get(0),
@@ -171,7 +184,7 @@ impl PostgresPages {
                     .await?;
                 Ok(match row.get::<_, Option<i64>>(0) {
                     Some(version) => Ok(version),
-                    None => Err(stale(row.get(1))),
+                    None => Err(stale(current_version(c, id).await?)),
                 })
             })
         })
@@ -200,10 +213,28 @@ impl PostgresPages {
                     updated_at: r.get(4),
                 };
                 let changed: bool = r.get(5);
+                if changed {
+                    return Ok(Ok(state));
+                }
+                // Nothing changed: the row above is of the statement's snapshot,
+                // which a writer that committed while this one waited for its row
+                // lock is not in. Read the page as it is now.
+                let r = c
+                    .query_one(
+                        "SELECT slug, current_version, lifecycle, claimed_at, updated_at
+                         FROM pages WHERE id = $1",
+                        &[&id],
+                    )
+                    .await?;
+                let state = PageState {
+                    slug: r.get(0),
+                    version: r.get(1),
+                    lifecycle: r.get(2),
+                    claimed_at: r.get(3),
+                    updated_at: r.get(4),
+                };
                 Ok(match terms.expected {
-                    Some(expected) if !changed && state.version != expected => {
-                        Err(stale(Some(state.version)))
-                    }
+                    Some(expected) if state.version != expected => Err(stale(Some(state.version))),
                     _ => Ok(state),
                 })
             })
@@ -227,12 +258,12 @@ impl PostgresPages {
                         &[&id, &version, &now, &terms.expected, &terms.keep],
                     )
                     .await?;
-                let current: Option<i64> = r.get(2);
-                Ok(match (r.get::<_, Option<i64>>(0), r.get::<_, bool>(1)) {
-                    (Some(new), _) => Restored::Done(new),
-                    _ if terms.expected.is_some_and(|e| Some(e) != current) => {
-                        Restored::Mismatch(stale(current))
-                    }
+                if let Some(new) = r.get::<_, Option<i64>>(0) {
+                    return Ok(Restored::Done(new));
+                }
+                let current = current_version(c, id).await?;
+                Ok(match terms.expected {
+                    Some(e) if Some(e) != current => Restored::Mismatch(stale(current)),
                     _ => Restored::NoSuchVersion,
                 })
             })

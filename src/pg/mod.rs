@@ -455,6 +455,9 @@ impl Pg {
         };
         let wait = settings.statement_timeout;
         let pool = Pool::builder(manager)
+            .pre_recycle(deadpool_postgres::Hook::async_fn(move |client, metrics| {
+                Box::pin(check_before_use(client, metrics.last_used(), wait))
+            }))
             .max_size(settings.pool_size)
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .wait_timeout(Some(wait))
@@ -541,6 +544,42 @@ impl Pg {
     /// Connections open and idle now, for tests and logs.
     pub fn status(&self) -> deadpool_postgres::Status {
         self.pool.status()
+    }
+}
+
+/// A pooled connection unused for this long is asked one empty query before it is
+/// handed out again: the server may have restarted or gone meanwhile.
+pub const IDLE_CHECK: Duration = Duration::from_secs(1);
+
+/// Whether an idle pooled connection may be handed out (Issue 31 §2): a server
+/// restart (or `DROP DATABASE … WITH (FORCE)`, `pg_terminate_backend`) ends every
+/// connection with a goodbye the connection's own task reads; yielding first lets
+/// the runtime poll the sockets, so that task has read it and closed the client
+/// before the pool checks `is_closed` (else a request would be the one to find the
+/// connection dead). One unused for [`IDLE_CHECK`] or more is also asked an empty
+/// query (within `wait`), which finds a connection to a vanished host. A connection
+/// refused here is dropped and the pool takes or makes another: the request waits,
+/// it is not refused, and nothing of it was sent.
+async fn check_before_use(
+    client: &mut deadpool_postgres::ClientWrapper,
+    idle: Duration,
+    wait: Duration,
+) -> Result<(), deadpool_postgres::HookError> {
+    tokio::task::yield_now().await;
+    if client.is_closed() {
+        return Err(deadpool_postgres::HookError::Message(
+            "the connection was closed".into(),
+        ));
+    }
+    if idle < IDLE_CHECK {
+        return Ok(());
+    }
+    match tokio::time::timeout(wait, client.simple_query("")).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(deadpool_postgres::HookError::Backend(e)),
+        Err(_) => Err(deadpool_postgres::HookError::Message(
+            "an idle connection did not answer".into(),
+        )),
     }
 }
 

@@ -168,3 +168,41 @@ async fn the_documents_limits_are_the_ones_the_server_applies() {
         assert_eq!(links[link]["parameters"]["slug"], "$response.body#/slug");
     }
 }
+
+#[actix_web::test]
+async fn every_write_lists_the_403_of_a_foreign_browser_origin() {
+    let app = spawn_app().await;
+    let doc: Value = app.fetch("/api/openapi.json").await.json();
+    let mut writes = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if !matches!(method.as_str(), "post" | "put" | "patch" | "delete") {
+                continue;
+            }
+            writes += 1;
+            let refusal = &op["responses"]["403"];
+            let description = refusal["description"].as_str().unwrap_or_default();
+            assert!(
+                description.contains("/problems/origin-not-allowed"),
+                "{method} {path}: {refusal}"
+            );
+            assert!(
+                refusal["content"]["application/problem+json"].is_object(),
+                "{method} {path}: {refusal}"
+            );
+        }
+    }
+    assert!(writes >= 5, "{writes} writes");
+    // What the document says is what a write from another origin gets.
+    let r = app
+        .client
+        .post(format!("{}/api/pages", app.address))
+        .header("Origin", "http://evil.example")
+        .json(&serde_json::json!({"title": "Rebound"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let problem: Value = r.json().await.unwrap();
+    assert_eq!(problem["type"], "/problems/origin-not-allowed", "{problem}");
+}

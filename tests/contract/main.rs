@@ -52,5 +52,6 @@ macro_rules! contract_suite {
 
 mod backends;
 mod budget;
+mod page_history;
 mod page_store;
 mod search_carry;

@@ -200,6 +200,10 @@ const ALL_ROWS: &str = "SELECT id, slug, title, body, pin_hash, current_version,
                                claimed_at, created_at, updated_at
                         FROM pages ORDER BY id";
 
+/// Every row of the page history, each value as text, in page and version order.
+const HISTORY_ROWS: &str = "SELECT page_id, version, title, body, kind, created_at
+                            FROM page_versions ORDER BY page_id, version";
+
 #[actix_web::test]
 async fn copy_moves_a_sqlite_database_keeping_every_page_and_pin() {
     // A SQLite service with pages in every state, PINs, versions and times.
@@ -222,6 +226,11 @@ async fn copy_moves_a_sqlite_database_keeping_every_page_and_pin() {
     source.act("claimed", "claim", Some(PIN), AGENT).await;
     let highest = source.sql_i64("SELECT max(id) FROM pages");
     let rows = source.sql_rows(ALL_ROWS);
+    let history = source.sql_rows(HISTORY_ROWS);
+    assert!(
+        history.len() > rows.len(),
+        "updates, archives and claims kept versions"
+    );
 
     let server = pg_server::shared();
     let db = server.create_database();
@@ -243,8 +252,13 @@ async fn copy_moves_a_sqlite_database_keeping_every_page_and_pin() {
             "{secret}"
         );
     }
-    // Every column of every row, PIN hashes as they were.
+    // Every column of every row, PIN hashes as they were, and the history with them.
     assert_eq!(server.text_rows(&db, ALL_ROWS), rows);
+    assert_eq!(server.text_rows(&db, HISTORY_ROWS), history);
+    assert!(
+        stdout.contains(&format!("{} versions of page history", history.len())),
+        "{stdout}"
+    );
 
     // Copying again into a database that has pages is refused and changes nothing.
     let again = run(&["copy"], &env);
@@ -268,6 +282,10 @@ async fn copy_moves_a_sqlite_database_keeping_every_page_and_pin() {
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json()["version"], 2);
+    let kept = moved.fetch("/api/pages/renamed/versions").await.json();
+    assert_eq!(kept["total"], 2, "{kept}");
+    let first = moved.fetch("/api/pages/renamed/versions/1").await.json();
+    assert_eq!(first["title"], "Before the rename", "{first}");
     moved
         .publish("after-the-move", "Published after the move")
         .await;

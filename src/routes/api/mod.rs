@@ -10,6 +10,7 @@
 
 pub mod history;
 pub mod openapi;
+mod responses;
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -23,6 +24,10 @@ use crate::operations::types::{
     CreatePage, Created, ListQuery, PageList, PageView, StateChanged, UpdatePage, Updated,
 };
 use crate::state::AppState;
+use responses::{
+    BodyTimeout, BodyTooLarge, InvalidBody, NotJson, PinOrPublishLimited, PinRefused,
+    VersionMismatch, WriteUnavailable,
+};
 
 /// The `/api` scope: every API route, with problem documents for unknown paths,
 /// wrong methods and unreadable path or query parameters.
@@ -125,15 +130,14 @@ pub(crate) fn conditions(req: &HttpRequest) -> Result<Conditions, ApiError> {
                 ("Claim" = (operation_id = "claim", parameters(("slug" = "$response.body#/slug"), ("header.X-Page-Pin" = "$request.body#/pin")),
                     description = "Claim it with the PIN it was published with")),
             )),
-        (status = 400, description = "Invalid field or malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 400, response = inline(InvalidBody)),
         (status = 409, description = "The slug is taken", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 300 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 408, description = "The body did not arrive in full in time; the connection is closed", body = Problem, content_type = "application/problem+json"),
+        (status = 413, response = inline(BodyTooLarge)),
+        (status = 415, response = inline(NotJson)),
+        (status = 408, response = inline(BodyTimeout)),
         (status = 429, description = "This client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
-        (status = 503, description = "The request budget cannot be checked right now (`/problems/budget-unavailable`, retry after 1 s), the database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn create(
@@ -216,17 +220,15 @@ pub async fn get(
     ),
     responses(
         (status = 200, description = "Updated", body = Updated),
-        (status = 400, description = "Invalid field or malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
+        (status = 400, response = inline(InvalidBody)),
+        (status = 403, response = inline(PinRefused)),
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 412, description = "`If-Match` names another version than the page's (`/problems/version-mismatch`, with `current_version`): nothing changed", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body over 300 KiB", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "Too many wrong PINs this hour from this client, or against this page from all clients together, which refuses every PIN for it, the right one included (`/problems/too-many-pin-failures`); or the client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
-        (status = 408, description = "The body did not arrive in full in time; the connection is closed", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The request budget cannot be checked right now (`/problems/budget-unavailable`, retry after 1 s), the database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
+        (status = 412, response = inline(VersionMismatch)),
+        (status = 413, response = inline(BodyTooLarge)),
+        (status = 415, response = inline(NotJson)),
+        (status = 429, response = inline(PinOrPublishLimited)),
+        (status = 408, response = inline(BodyTimeout)),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn update(
@@ -269,13 +271,11 @@ pub(crate) fn spent_headers<T: serde::Serialize>(
     ),
     responses(
         (status = 200, description = "Archived", body = StateChanged),
-        (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
+        (status = 403, response = inline(PinRefused)),
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 412, description = "`If-Match` names another version than the page's (`/problems/version-mismatch`, with `current_version`): nothing changed", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "Too many wrong PINs this hour from this client, or against this page from all clients together, which refuses every PIN for it, the right one included (`/problems/too-many-pin-failures`); or the client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
-        (status = 503, description = "The request budget cannot be checked right now (`/problems/budget-unavailable`, retry after 1 s), the database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
+        (status = 412, response = inline(VersionMismatch)),
+        (status = 429, response = inline(PinOrPublishLimited)),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn archive(
@@ -302,13 +302,11 @@ pub async fn archive(
     ),
     responses(
         (status = 200, description = "Claimed", body = StateChanged),
-        (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
+        (status = 403, response = inline(PinRefused)),
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 412, description = "`If-Match` names another version than the page's (`/problems/version-mismatch`, with `current_version`): nothing changed", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "Too many wrong PINs this hour from this client, or against this page from all clients together, which refuses every PIN for it, the right one included (`/problems/too-many-pin-failures`); or the client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
-        (status = 503, description = "The request budget cannot be checked right now (`/problems/budget-unavailable`, retry after 1 s), the database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
+        (status = 412, response = inline(VersionMismatch)),
+        (status = 429, response = inline(PinOrPublishLimited)),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn claim(

@@ -134,8 +134,63 @@ impl Modify for ServerRules {
 static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
     let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serializes");
     fix_link_field_names(&mut doc);
+    origin_refusals(&mut doc);
     serde_json::to_string(&doc).expect("the OpenAPI document serializes")
 });
+
+/// What `own_origins::refuse_foreign_writes` answers every write of the API scope
+/// from a browser page of another origin (DNS rebinding, issue 30 §1).
+const ORIGIN_REFUSAL: &str = "a browser `Origin` that is not one of the service's own \
+    (`/problems/origin-not-allowed`): nothing was read or written";
+
+/// Every write (POST, PUT, PATCH, DELETE) lists the `403` of a foreign browser origin:
+/// added to its `403` answer, or as one; the document's list of kinds names it.
+fn origin_refusals(doc: &mut serde_json::Value) {
+    if let Some(serde_json::Value::String(description)) = doc.pointer_mut("/info/description") {
+        description.push_str(
+            " A write (POST, PUT) from a browser page of another origin is 403 \
+             /problems/origin-not-allowed.",
+        );
+    }
+    let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    for item in paths.values_mut().filter_map(|i| i.as_object_mut()) {
+        for (method, operation) in item.iter_mut() {
+            if !matches!(method.as_str(), "post" | "put" | "patch" | "delete") {
+                continue;
+            }
+            let Some(responses) = operation
+                .get_mut("responses")
+                .and_then(|r| r.as_object_mut())
+            else {
+                continue;
+            };
+            match responses
+                .get_mut("403")
+                .and_then(|r| r.get_mut("description"))
+            {
+                Some(serde_json::Value::String(description)) => {
+                    description.push_str("; or ");
+                    description.push_str(ORIGIN_REFUSAL);
+                }
+                _ => {
+                    let mut first = ORIGIN_REFUSAL.to_owned();
+                    first[..1].make_ascii_uppercase();
+                    responses.insert(
+                        "403".into(),
+                        serde_json::json!({
+                            "description": first,
+                            "content": {"application/problem+json": {
+                                "schema": {"$ref": "#/components/schemas/Problem"}
+                            }}
+                        }),
+                    );
+                }
+            }
+        }
+    }
+}
 
 /// utoipa 5.5 writes the fields of a Link Object in snake case (`operation_id`);
 /// OpenAPI spells them `operationId`, `operationRef` and `requestBody`.

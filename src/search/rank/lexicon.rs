@@ -1,12 +1,12 @@
 //! The distinct folded words of a corpus, each with the titles that use it, kept
-//! ready for the two ways a query reads them: a scan of every word of a range of
-//! lengths (typo matching) and a binary search by chars (exact and prefix).
+//! ready for the two ways a query reads them: a walk of the words near a query
+//! word (typo matching, `walk`) and a binary search by chars (exact and prefix).
 //!
 //! Words have stable ids (reused after a word leaves the corpus), so that titles
 //! can store word ids and an update touches only the words of the changed title.
-//! Next to that, `buckets[l]` lists the live words of `l` chars sorted by chars,
-//! with their bag-of-chars signatures inline, in chunks of at most
-//! [`BUCKET_CHUNK`] words, so that a scan reads contiguous arrays and a new word
+//! Next to that, `buckets[l]` lists the live words of `l` chars sorted by chars
+//! (so a bucket is also a trie: the words of a prefix are contiguous), in chunks
+//! of at most [`BUCKET_CHUNK`] words, so that a walk reads contiguous arrays and a new word
 //! shifts (and, when a snapshot shares it, copies) one chunk. Every part is
 //! chunked (see [`crate::search::chunked`]): a copy of the lexicon shares its storage.
 
@@ -17,30 +17,9 @@ pub(super) mod walk;
 use super::postings::{Blocks, Postings};
 use crate::search::chunked::{ChunkedLists, ChunkedVec};
 
-/// Length of the word heads summarized in `BucketChunk::head_masks`: covers a
-/// prefix query word of up to 6 chars with its 2-edit slack.
-pub(super) const HEAD_CHARS: usize = 8;
-
 /// Most words in one chunk of a bucket (a full chunk splits in two; tiny in
 /// unit tests, so that small corpora split chunks too).
 const BUCKET_CHUNK: usize = if cfg!(test) { 4 } else { 512 };
-
-/// A 64-bit bag-of-chars signature: bit `b(c)` is set for every char `c` of the
-/// word. An edit removes at most one distinct char of one word from view, so a
-/// word that lacks more than `k` of the query's bits, or has more than `k` bits
-/// the query lacks, is more than `k` edits away (hash collisions only ever make
-/// this filter let more through, never fewer).
-pub(super) fn char_mask(word: &[char]) -> u64 {
-    word.iter().fold(0u64, |m, &c| m | 1u64 << char_bit(c))
-}
-
-fn char_bit(c: char) -> u32 {
-    match c {
-        'a'..='z' => c as u32 - 'a' as u32,
-        '0'..='9' => 26 + c as u32 - '0' as u32,
-        _ => 36 + (c as u32 % 28),
-    }
-}
 
 /// Up to [`BUCKET_CHUNK`] words of one length `l`, sorted by chars (parallel
 /// arrays).
@@ -49,11 +28,6 @@ pub(super) struct BucketChunk {
     pub ids: Vec<u32>,
     /// The words' chars back to back, `l` per word.
     chars: Vec<char>,
-    /// [`char_mask`] of each word.
-    pub masks: Vec<u64>,
-    /// [`char_mask`] of each word's first [`HEAD_CHARS`] chars, to filter prefix
-    /// matches without touching the chars.
-    pub head_masks: Vec<u64>,
 }
 
 impl BucketChunk {
@@ -69,25 +43,17 @@ impl BucketChunk {
     fn push(&mut self, id: u32, chars: &[char]) {
         self.chars.extend_from_slice(chars);
         self.ids.push(id);
-        self.masks.push(char_mask(chars));
-        self.head_masks
-            .push(char_mask(&chars[..chars.len().min(HEAD_CHARS)]));
     }
 
     fn insert(&mut self, at: usize, id: u32, chars: &[char]) {
         let l = chars.len();
         self.chars.splice(at * l..at * l, chars.iter().copied());
         self.ids.insert(at, id);
-        self.masks.insert(at, char_mask(chars));
-        self.head_masks
-            .insert(at, char_mask(&chars[..chars.len().min(HEAD_CHARS)]));
     }
 
     fn remove(&mut self, at: usize, l: usize) {
         self.chars.drain(at * l..(at + 1) * l);
         self.ids.remove(at);
-        self.masks.remove(at);
-        self.head_masks.remove(at);
     }
 
     /// Moves the second half of this chunk into a new one.
@@ -96,16 +62,11 @@ impl BucketChunk {
         BucketChunk {
             ids: self.ids.split_off(at),
             chars: self.chars.split_off(at * l),
-            masks: self.masks.split_off(at),
-            head_masks: self.head_masks.split_off(at),
         }
     }
 
     fn heap_bytes(&self) -> usize {
-        self.ids.capacity() * 4
-            + self.chars.capacity() * 4
-            + self.masks.capacity() * 8
-            + self.head_masks.capacity() * 8
+        self.ids.capacity() * 4 + self.chars.capacity() * 4
     }
 }
 

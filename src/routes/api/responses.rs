@@ -1,0 +1,69 @@
+//! The problem answers several API routes document alike, written once for their
+//! `#[utoipa::path]` attributes: `(status = 503, response = inline(WriteUnavailable))`
+//! puts the same description, the [`Problem`] schema as `application/problem+json`
+//! and, where the answer has one, the `Retry-After` header into each route's
+//! OpenAPI entry (the document is as if each route spelled it out).
+
+use utoipa::openapi::{ContentBuilder, HeaderBuilder, Ref, RefOr, Response, ResponseBuilder};
+use utoipa::{PartialSchema as _, ToResponse, ToSchema as _};
+
+use crate::operations::error::Problem;
+
+/// A problem answer described by `description`, with a `Retry-After` header
+/// (whole seconds) described by `retry_after` when given.
+fn problem(description: &str, retry_after: Option<&str>) -> Response {
+    let mut response = ResponseBuilder::new().description(description).content(
+        "application/problem+json",
+        ContentBuilder::new()
+            .schema(Some(Ref::from_schema_name(Problem::name())))
+            .build(),
+    );
+    if let Some(retry_after) = retry_after {
+        response = response.header(
+            "Retry-After",
+            HeaderBuilder::new()
+                .schema(i64::schema())
+                .description(Some(retry_after))
+                .build(),
+        );
+    }
+    response.build()
+}
+
+/// One unit struct per shared answer, each a [`ToResponse`] for `inline(…)`.
+macro_rules! problem_responses {
+    ($($(#[$doc:meta])* $name:ident => $description:expr $(, retry_after: $retry:expr)?;)+) => {
+        $(
+            $(#[$doc])*
+            pub struct $name;
+
+            impl<'r> ToResponse<'r> for $name {
+                fn response() -> (&'r str, RefOr<Response>) {
+                    let retry_after: Option<&str> = None $(.or(Some($retry)))?;
+                    (stringify!($name), problem($description, retry_after).into())
+                }
+            }
+        )+
+    };
+}
+
+problem_responses! {
+    /// 400 of a route reading a JSON body.
+    InvalidBody => "Invalid field or malformed JSON";
+    /// 403 of a PIN-protected route.
+    PinRefused => "PIN missing or wrong, or the page has none";
+    /// 408 of a route reading a body.
+    BodyTimeout => "The body did not arrive in full in time; the connection is closed";
+    /// 412 of a write with `If-Match`.
+    VersionMismatch => "`If-Match` names another version than the page's (`/problems/version-mismatch`, with `current_version`): nothing changed";
+    /// 413 of a route reading a body.
+    BodyTooLarge => "Body over 300 KiB";
+    /// 415 of a route reading a body.
+    NotJson => "Content-Type is not JSON";
+    /// 429 of a PIN-protected write: the PIN failure budgets or the publish budget.
+    PinOrPublishLimited => "Too many wrong PINs this hour from this client, or against this page from all clients together, which refuses every PIN for it, the right one included (`/problems/too-many-pin-failures`); or the client's publish budget is spent (`/problems/publish-rate-limited`)",
+        retry_after: "Seconds until the refusing window ends";
+    /// 503 of a write: the budget or the database cannot answer now.
+    WriteUnavailable => "The request budget cannot be checked right now (`/problems/budget-unavailable`, retry after 1 s), the database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written",
+        retry_after: "Seconds to wait before retrying";
+}
