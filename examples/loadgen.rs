@@ -26,6 +26,9 @@ enum Mode {
     Distinct,
     /// Three of four requests search `--query` (hits), the fourth a new query (a miss).
     Mixed,
+    /// Requests search the lines of `--queries` in turn, over and over (a fixed
+    /// set of popular queries: hits, unless a write dropped their entries).
+    Cycle,
 }
 
 #[derive(Debug, Parser)]
@@ -68,6 +71,10 @@ struct Args {
     /// Stop after this many seconds instead of after `--requests`.
     #[arg(long)]
     duration: Option<f64>,
+    /// Titles for `--writes create`, taken in order from this JSON Lines file's
+    /// `title` fields (real titles, say another corpus), instead of made-up ones.
+    #[arg(long)]
+    titles: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -86,6 +93,7 @@ async fn write_stream(
     writes: Writes,
     results: Arc<Mutex<BTreeMap<String, Vec<Duration>>>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
+    titles: Vec<String>,
 ) {
     const PIN: &str = "loadgen-pin-1234";
     if let Writes::Create = writes {
@@ -95,7 +103,10 @@ async fn write_stream(
         while !stop.load(std::sync::atomic::Ordering::Relaxed) {
             tick.tick().await;
             let t = Instant::now();
-            let title = format!("Loadgen stream page {run} {k} written under load");
+            let title = match titles.get(k % titles.len().max(1)) {
+                Some(title) => title.clone(),
+                None => format!("Loadgen stream page {run} {k} written under load"),
+            };
             let status = client
                 .post(format!("{url}/api/pages"))
                 .json(&serde_json::json!({ "title": title }))
@@ -197,6 +208,15 @@ async fn main() {
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let barrier = Arc::new(tokio::sync::Barrier::new(args.concurrency));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let titles: Vec<String> = match &args.titles {
+        Some(path) => std::fs::read_to_string(path)
+            .expect("reading --titles")
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| Some(v.get("title")?.as_str()?.to_owned()))
+            .collect(),
+        None => Vec::new(),
+    };
     let writer = (args.write_rate > 0.0).then(|| {
         tokio::spawn(write_stream(
             client.clone(),
@@ -205,6 +225,7 @@ async fn main() {
             args.writes,
             results.clone(),
             stop.clone(),
+            titles,
         ))
     });
     let fresh: Arc<Vec<String>> = Arc::new(match &args.queries {
@@ -217,6 +238,10 @@ async fn main() {
             .collect(),
         None => Vec::new(),
     });
+    assert!(
+        !matches!(args.mode, Mode::Cycle) || !fresh.is_empty(),
+        "--mode cycle needs --queries"
+    );
     let deadline = args.duration.map(Duration::from_secs_f64);
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -265,6 +290,7 @@ async fn main() {
                     Mode::Distinct => new_query(i),
                     Mode::Mixed if i % 4 == 0 => new_query(i / 4),
                     Mode::Mixed => query.clone(),
+                    Mode::Cycle => fresh[i % fresh.len()].clone(),
                 };
                 let mut request = client.get(format!("{url}/search")).query(&[("q", q)]);
                 if clients > 0 {
