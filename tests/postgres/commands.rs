@@ -86,7 +86,15 @@ fn migrations_run_once_however_many_processes_apply_them_at_once() {
         );
     }
     let versions = server.text_rows(&db, "SELECT version FROM schema_migrations ORDER BY 1");
-    assert_eq!(versions, [[Some("1".to_owned())], [Some("2".to_owned())]]);
+    assert_eq!(
+        versions,
+        [
+            [Some("1".to_owned())],
+            [Some("2".to_owned())],
+            [Some("3".to_owned())],
+            [Some("4".to_owned())]
+        ]
+    );
     assert!(run(&["migrate"], &[("AGENT_PAGES_DATABASE_URL", &url)])
         .status
         .success());
