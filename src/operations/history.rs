@@ -28,7 +28,21 @@ pub use super::pages::{DEFAULT_PER_PAGE, MAX_PAGE, MAX_PER_PAGE};
 pub struct RestorePage {
     /// The kept version whose title and body become the page's new version.
     #[schema(minimum = 1, example = 3)]
+    #[serde(deserialize_with = "whole_number")]
     pub version: i64,
+}
+
+/// A JSON number that is a whole number: `3` or `3.0` (JSON Schema's `integer` counts
+/// both, so the OpenAPI document's promise holds for either spelling); `3.5` is not.
+fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    let n = serde_json::Number::deserialize(d)?;
+    n.as_i64()
+        .or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0)
+                .map(|f| f as i64)
+        })
+        .ok_or_else(|| serde::de::Error::custom("a whole number"))
 }
 
 /// `POST /api/pages/{slug}/pin`.
@@ -37,7 +51,7 @@ pub struct RestorePage {
 pub struct RotatePin {
     /// The page's PIN from now on: the PIN rules of publishing (6–64 characters, no
     /// control character, no whitespace at either end).
-    #[schema(min_length = 6, max_length = 64, example = "battery staple horse")]
+    #[schema(schema_with = super::types::new_pin_schema)]
     pub new_pin: String,
 }
 

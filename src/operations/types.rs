@@ -164,8 +164,18 @@ fn title_optional() -> Schema {
 }
 
 fn pin_schema() -> Schema {
+    pin_schema_of(true)
+}
+
+/// The PIN rules of [`pin_schema`] for a PIN that must be given (a new PIN, issue 32
+/// §5): the same pattern and lengths, not nullable.
+pub fn new_pin_schema() -> Schema {
+    pin_schema_of(false)
+}
+
+fn pin_schema_of(nullable: bool) -> Schema {
     ObjectBuilder::new()
-        .schema_type(string_type(true))
+        .schema_type(string_type(nullable))
         .description(Some(
             "6–64 characters, none of them a control character, not starting or ending \
              with whitespace: it travels back in the X-Page-Pin header. Needed later to \

@@ -10,8 +10,8 @@ use crate::operations::error::{ApiError, Problem};
 use crate::operations::history::{
     self, PinRotated, RestorePage, RotatePin, VersionList, VersionView,
 };
-use crate::operations::pages;
 use crate::operations::types::{ListQuery, Updated};
+use crate::operations::{pages, pin_check};
 use crate::state::AppState;
 
 /// List a page's kept versions, newest first.
@@ -31,7 +31,7 @@ use crate::state::AppState;
     ),
     responses(
         (status = 200, description = "One page of the history", body = VersionList),
-        (status = 400, description = "Bad page or per_page", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Bad page or per_page, or an `X-Page-Pin` that breaks the PIN rules", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No page has this slug, or it is archived or claimed and no right PIN was sent", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`)", body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
@@ -43,6 +43,7 @@ pub async fn versions(
     slug: web::Path<String>,
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
+    pin_header_fits(&req)?;
     let caller = crate::http::caller(&req, &state.trusted_proxies);
     let list = history::versions(&state, &caller, target(&req, &slug), &query).await?;
     Ok(HttpResponse::Ok().json(list))
@@ -62,6 +63,7 @@ pub async fn versions(
     ),
     responses(
         (status = 200, description = "The version", body = VersionView),
+        (status = 400, description = "An `X-Page-Pin` that breaks the PIN rules", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No page has this slug (or it is gone and no right PIN was sent), or its history keeps no such version", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`)", body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
@@ -73,6 +75,7 @@ pub async fn version(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (slug, n) = path.into_inner();
+    pin_header_fits(&req)?;
     let caller = crate::http::caller(&req, &state.trusted_proxies);
     let view: VersionView = history::version_view(&state, &caller, target(&req, &slug), &n).await?;
     Ok(HttpResponse::Ok().json(view))
@@ -156,4 +159,26 @@ pub async fn rotate_pin(
     let caller = crate::http::caller(&req, &state.trusted_proxies);
     let rotated = history::rotate_pin(&state, &caller, target(&req, &slug), input).await?;
     Ok(spent_headers(rotated, HttpResponse::Ok()))
+}
+
+/// The read routes of a history take an optional `X-Page-Pin`; one that is sent must
+/// fit the PIN rules of publishing (`pin::check`: 6–64 characters, no control
+/// character, no whitespace at either end), as the OpenAPI document's pattern says,
+/// or the request is 400, whether or not the page needs it. A well-formed wrong PIN on
+/// a visible page is ignored.
+fn pin_header_fits(req: &HttpRequest) -> Result<(), ApiError> {
+    let Some(value) = req.headers().get(pin_check::PIN_HEADER) else {
+        return Ok(());
+    };
+    let fits = std::str::from_utf8(value.as_bytes())
+        .ok()
+        .is_some_and(|pin| crate::pin::check(pin).is_ok());
+    if fits {
+        Ok(())
+    } else {
+        Err(ApiError::validation(
+            pin_check::PIN_HEADER,
+            "a PIN is 6–64 characters, none of them a control character, not starting or ending with whitespace",
+        ))
+    }
 }
