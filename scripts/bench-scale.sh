@@ -178,7 +178,7 @@ client_p50=$(pct 50 <"$work/t40"); client_p99=$(pct 99 <"$work/t40")
 
 # --- misses of common words and a non-word ------------------------------------------
 awk -v s="$step" 'NR % s == 0' "$jsonl" | jq -r '.title' | tr 'A-Z' 'a-z' | tr -cs 'a-z' '\n' \
-  | awk 'length($0) >= 3' | sort | uniq -c | sort -k1,1nr -k2 | head -100 | awk '{print $2}' >"$work/common"
+  | awk 'length($0) >= 3' | sort | uniq -c | sort -k1,1nr -k2 | awk 'NR <= 100' | awk '{print $2}' >"$work/common"
 awk '{w[NR-1] = $1} END {for (i = 0; i < 40; i++) printf "%s %s z%dq\n", w[i % NR], w[(7 * i + 3) % NR], 10 + i}' \
   "$work/common" | awk '$1 != $2' >"$work/qn"
 mv "$work/h1" "$work/h0"
