@@ -2,7 +2,8 @@
 //! as an operator runs it:
 //!
 //! - database files made immutable under a running server (`chattr +i`) are
-//!   answered 503 and never kill it (SQLite maps the `-shm` WAL index with `mmap`;
+//!   answered 503 and never kill it, a search on all four columns of the outcome
+//!   matrix's `503-storage` row (SQLite maps the `-shm` WAL index with `mmap`;
 //!   a write fault on an immutable file's page is `SIGBUS`);
 //! - a write acknowledged after another process (the `sqlite3` shell, as an operator
 //!   reading the database or taking a `.backup`) opened and closed the database is
@@ -79,6 +80,8 @@ struct Answer {
     status: u16,
     kind: String,
     retry_after: Option<String>,
+    /// It carried `RateLimit` (the request reached the budget).
+    rate_limited: bool,
 }
 
 /// Blocking HTTP for these synchronous tests.
@@ -110,6 +113,7 @@ impl Http {
                 .headers()
                 .get("retry-after")
                 .map(|v| v.to_str().unwrap().to_owned());
+            let rate_limited = r.headers().contains_key("ratelimit");
             let text = r.text().await.unwrap();
             let kind = serde_json::from_str::<serde_json::Value>(&text)
                 .ok()
@@ -119,6 +123,7 @@ impl Http {
                 status,
                 kind,
                 retry_after,
+                rate_limited,
             }
         })
     }
@@ -193,6 +198,46 @@ fn beside(db: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Every counter row of the budget file beside `db` (the default layout), by
+/// bucket: (window start, count).
+fn budget_counters(db: &Path) -> std::collections::BTreeMap<String, (i64, i64)> {
+    let conn = rusqlite::Connection::open(db.with_file_name("pages.budget.sqlite3")).unwrap();
+    let mut query = conn
+        .prepare("SELECT bucket, window_start, count FROM rate_limit_counters")
+        .unwrap();
+    let rows = query
+        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))
+        .unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+/// Between `before` and `after` exactly the two windows (minute, hour) of one
+/// client moved, each by `n` spends (or, had a window ended meanwhile, a new one
+/// holds at most `n`).
+fn assert_spent(
+    before: &std::collections::BTreeMap<String, (i64, i64)>,
+    after: &std::collections::BTreeMap<String, (i64, i64)>,
+    n: i64,
+) {
+    let moved: Vec<_> = after
+        .iter()
+        .filter(|(bucket, row)| before.get(*bucket) != Some(row))
+        .collect();
+    assert_eq!(
+        moved.len(),
+        2,
+        "both windows spent: {before:?} then {after:?}"
+    );
+    for (bucket, (start, count)) in moved {
+        match before.get(bucket) {
+            Some((old_start, old)) if old_start == start => {
+                assert_eq!(*count, old + n, "{bucket}")
+            }
+            _ => assert!((1..=n).contains(count), "{bucket}: {count}"),
+        }
+    }
+}
+
 /// With `files(db)` made immutable under a running server: every search, write
 /// and page read is 503 `storage-unavailable`, readiness fails, liveness holds, the
 /// process lives; made writable again, everything answers again.
@@ -216,6 +261,10 @@ fn immutable_files_are_answered_503(test: &str, files: fn(&Path) -> Vec<PathBuf>
     // with SIGBUS.
     assert!(Command::new("sync").status().unwrap().success());
 
+    // The `503-storage` row of the outcome matrix (docs/search.md), all four
+    // columns: status, problem type, `Retry-After: 5`, and the budget spent (both
+    // windows +1 per search) with nothing cached (the repeated query is no hit).
+    let counters = budget_counters(&db);
     for q in ["kubernetes", "guide", "kubernetes"] {
         let a = http.search(&server, q);
         assert_eq!(
@@ -224,7 +273,9 @@ fn immutable_files_are_answered_503(test: &str, files: fn(&Path) -> Vec<PathBuf>
             "search {q}"
         );
         assert_eq!(a.retry_after.as_deref(), Some("5"));
+        assert!(a.rate_limited, "search {q}: the answer reached the budget");
     }
+    assert_spent(&counters, &budget_counters(&db), 3);
     for i in 0..3 {
         let a = http.publish(&server, &format!("Written while immutable {i}"));
         assert_eq!(

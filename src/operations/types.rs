@@ -64,6 +64,13 @@ pub struct Patterns {
     /// A PIN as [`crate::pin::check`] takes it: 6–64 chars, no control char, no
     /// whitespace at either end.
     pub pin: String,
+    /// A PIN as an `X-Page-Pin` header value can carry it whatever the client: the
+    /// same lengths over printable ASCII (U+0020–U+007E), no space at either end.
+    /// The server reads the header's bytes as UTF-8, so a PIN beyond ASCII works
+    /// when sent as its UTF-8 bytes, but a header string is Latin-1 to most HTTP
+    /// clients (one byte per char, which is not UTF-8 past U+007F): the document
+    /// promises only what every client sends unchanged.
+    pub pin_header: String,
 }
 
 pub static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
@@ -79,6 +86,11 @@ pub static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
         title_visible: format!("[{}]", class(is_visible)),
         pin: format!(
             "^[^{space}{control}][^{control}]{{{},{}}}[^{space}{control}]$",
+            PIN_MIN - 2,
+            PIN_MAX - 2
+        ),
+        pin_header: format!(
+            "^[\\u0021-\\u007E][\\u0020-\\u007E]{{{},{}}}[\\u0021-\\u007E]$",
             PIN_MIN - 2,
             PIN_MAX - 2
         ),

@@ -143,10 +143,28 @@ async fn the_documents_limits_are_the_ones_the_server_applies() {
         assert_eq!(s["properties"][field]["type"], "string");
     }
 
-    // The PIN rules reach the header: the PIN routes' X-Page-Pin has the body's
-    // pattern, and a published page links to them with the PIN it was sent with.
-    let pin_pattern = &doc["components"]["schemas"]["CreatePage"]["properties"]["pin"]["pattern"];
-    assert!(pin_pattern.is_string());
+    // The PIN rules reach the header as far as a header can carry them: every
+    // X-Page-Pin (seven routes) has the PIN's lengths and edges over printable ASCII,
+    // and a published page links to the PIN routes with the PIN it was sent with.
+    let pin_pattern = &serde_json::json!(r"^[\u0021-\u007E][\u0020-\u007E]{4,62}[\u0021-\u007E]$");
+    assert_ne!(
+        &doc["components"]["schemas"]["CreatePage"]["properties"]["pin"]["pattern"],
+        pin_pattern,
+        "the body's PIN may go past ASCII; the header's may not"
+    );
+    let mut pin_headers = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                if p["name"] == "X-Page-Pin" {
+                    assert_eq!(p["in"], "header", "{method} {path}");
+                    assert_eq!(&p["schema"]["pattern"], pin_pattern, "{method} {path}");
+                    pin_headers += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(pin_headers, 7);
     let links = &doc["paths"]["/api/pages"]["post"]["responses"]["201"]["links"];
     for (link, path, method, operation) in [
         ("Update", "/api/pages/{slug}", "put", "update"),

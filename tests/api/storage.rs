@@ -93,6 +93,15 @@ fn assert_ok(conn: &rusqlite::Connection) {
 /// `storage-unavailable` with `Retry-After`, searches still answer, `/readyz`
 /// fails; 10 MiB more and writes are kept again at once, with no restart, nothing
 /// acknowledged lost and what the WAL held checkpointed.
+///
+/// What the product does today on a full disk: a write SQLite cannot commit is
+/// rolled back whole and answered 503 (nothing of it kept); a small update may still
+/// fit in the database's free pages, and then it is committed and answered 200 (on
+/// this disk, filled by 250 KiB bodies, the three small updates are 503 too). So
+/// the test records the last body acknowledged (201/200) for every page, whichever
+/// way each write went, and checks each against a fresh read through the server, the
+/// file itself, and another server process started on the file (what a restart
+/// reads): an update acknowledged on the full disk and then lost fails it.
 #[actix_web::test]
 async fn a_full_disk_is_answered_503_and_writes_are_kept_again_once_space_is_back() {
     let Some(tmpfs) = small_disk("a_full_disk_is_answered_503", 6 << 20) else {
@@ -107,34 +116,36 @@ async fn a_full_disk_is_answered_503_and_writes_are_kept_again_once_space_is_bac
     })
     .await;
     let body = "x".repeat(250 * 1024);
-    let mut kept = Vec::new();
+    // slug → the last body the server acknowledged for it.
+    let mut acknowledged = std::collections::BTreeMap::new();
     let refused = loop {
-        let slug = format!("big-{}", kept.len());
+        let slug = format!("big-{}", acknowledged.len());
         let r = app
             .create(json!({"slug": slug, "title": format!("Big page {slug}"), "body": body, "pin": PIN}))
             .await;
         if r.status != 201 {
             break r;
         }
-        kept.push(slug);
-        assert!(kept.len() < 40, "6 MiB never filled");
+        acknowledged.insert(slug, body.clone());
+        assert!(acknowledged.len() < 40, "6 MiB never filled");
     };
-    assert!(!kept.is_empty());
+    assert!(acknowledged.len() >= 2);
     refused.problem(503, "storage-unavailable");
     assert_eq!(refused.header("retry-after"), Some("5"));
     app.create(json!({"title": "A small page"}))
         .await
         .problem(503, "storage-unavailable");
-    let update = app
-        .put_page(
-            &kept[0],
-            Some(PIN),
-            AGENT,
-            json!({"body": "a body too many"}),
-        )
-        .await;
-    if update.status != 200 {
-        update.problem(503, "storage-unavailable");
+    let slugs: Vec<String> = acknowledged.keys().cloned().collect();
+    for (i, slug) in slugs.iter().take(3).enumerate() {
+        let small = format!("a body too many, {i}");
+        let update = app
+            .put_page(slug, Some(PIN), AGENT, json!({ "body": small }))
+            .await;
+        if update.status == 200 {
+            acknowledged.insert(slug.clone(), small);
+        } else {
+            update.problem(503, "storage-unavailable");
+        }
     }
     for i in 0..4 {
         let (status, _, body) = app
@@ -154,18 +165,39 @@ async fn a_full_disk_is_answered_503_and_writes_are_kept_again_once_space_is_bac
     let ready = app.fetch("/readyz").await;
     assert_eq!(ready.status, 200, "{}", ready.text);
     let r = app
-        .create(json!({"slug": "after", "title": "Written once space was back", "body": body}))
+        .create(json!({"slug": "after", "title": "Written once space was back", "body": body, "pin": PIN}))
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
-    kept.push("after".into());
+    acknowledged.insert("after".into(), body.clone());
+    let r = app
+        .put_page(
+            &slugs[1],
+            Some(PIN),
+            AGENT,
+            json!({"body": "updated once space was back"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    acknowledged.insert(slugs[1].clone(), "updated once space was back".into());
 
-    for slug in &kept {
-        assert_eq!(
-            app.stored(slug).2.len(),
-            body.len(),
-            "{slug} was acknowledged"
+    let restarted = Restarted::start(&app.db_path, elsewhere.path());
+    for (slug, acked) in &acknowledged {
+        let read = app.fetch(&format!("/api/pages/{slug}")).await;
+        assert_eq!(read.status, 200, "{slug}: {}", read.text);
+        assert!(
+            read.json()["body"] == acked.as_str(),
+            "{slug}: the server reads another body than it acknowledged"
+        );
+        assert!(
+            app.stored(slug).2 == *acked,
+            "{slug}: the file holds another body than was acknowledged"
+        );
+        assert!(
+            restarted.body(slug) == *acked,
+            "{slug}: a restarted server reads another body than was acknowledged"
         );
     }
+    drop(restarted);
     assert_ok(&app.conn());
     // What the WAL held when the disk filled (megabytes that could not be
     // checkpointed into the full database file) is checkpointed and the WAL
@@ -179,6 +211,70 @@ async fn a_full_disk_is_answered_503_and_writes_are_kept_again_once_space_is_bac
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     panic!("the WAL still holds {} bytes", wal_bytes());
+}
+
+/// Another `agent-pages serve` process on the database file `db` (its budget in
+/// `budget_dir`): it knows only what is on disk, as a restarted server would.
+/// Killed on drop.
+struct Restarted {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Restarted {
+    fn start(db: &Path, budget_dir: &Path) -> Self {
+        use std::io::BufRead as _;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agent-pages"))
+            .arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("AGENT_PAGES_DATABASE", db)
+            .env(
+                "AGENT_PAGES_BUDGET_DATABASE",
+                budget_dir.join("restarted-budget.sqlite3"),
+            )
+            .env("AGENT_PAGES_BIND", "127.0.0.1:0")
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        for line in std::io::BufReader::new(stdout).lines() {
+            if let Some(url) = line.unwrap().split("listening on ").nth(1) {
+                let url = url.trim().to_owned();
+                return Self { child, url };
+            }
+        }
+        panic!("serve exited without a ready line");
+    }
+
+    /// The body of `slug` as this server reads it (a blocking request from its own
+    /// thread: the test's runtime is single-threaded).
+    fn body(&self, slug: &str) -> String {
+        let url = format!("{}/api/pages/{slug}", self.url);
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let r = reqwest::get(&url).await.unwrap();
+                assert_eq!(r.status(), 200, "{url}");
+                let page: serde_json::Value = r.json().await.unwrap();
+                page["body"].as_str().unwrap().to_owned()
+            })
+        })
+        .join()
+        .unwrap()
+    }
+}
+
+impl Drop for Restarted {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// SPEC §10: a search whose budget cannot be written is 503 `budget-unavailable`,

@@ -144,15 +144,34 @@ async fn connections_the_server_dropped_are_replaced_not_kept() {
     for i in 0..6 {
         app.publish(&format!("warm-{i}"), "Warming the pool").await;
     }
+    let sessions = |query: &str| -> Vec<String> {
+        server
+            .text_rows(
+                "postgres",
+                &format!(
+                    "SELECT {query} FROM pg_stat_activity
+                     WHERE datname = '{db}' AND application_name = 'agent-pages'"
+                ),
+            )
+            .into_iter()
+            .map(|row| row[0].clone().unwrap())
+            .collect()
+    };
+    let before = sessions("pid");
     // Every session of the app ends (a server restart, an idle-connection reaper).
-    server.sql(
-        "postgres",
-        &format!(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-             WHERE datname = '{db}' AND application_name = 'agent-pages'"
-        ),
+    // The fault first: each was there and is terminated.
+    let terminated = sessions("pg_terminate_backend(pid)");
+    assert!(
+        !terminated.is_empty() && terminated.iter().all(|t| t == "t"),
+        "no session of the app was terminated: {terminated:?}"
     );
     until_a_write_succeeds(&app, "after the drop").await;
+    // Served by sessions opened since: no terminated pid is among them.
+    let after = sessions("pid");
+    assert!(
+        after.iter().all(|pid| !before.contains(pid)),
+        "a terminated session still serves: {before:?} then {after:?}"
+    );
     // No dead connection is handed out again: every later call succeeds.
     for i in 0..20 {
         let r = app

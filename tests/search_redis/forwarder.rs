@@ -22,6 +22,9 @@ struct Shared {
     /// silenced.
     connections: AtomicU64,
     silent_below: AtomicU64,
+    /// Bytes sent into a silenced connection (read and dropped): proof that the
+    /// silence was met, not just set.
+    swallowed: AtomicU64,
     closed: AtomicBool,
 }
 
@@ -34,6 +37,7 @@ impl Forwarder {
             target: Mutex::new(target),
             connections: AtomicU64::new(0),
             silent_below: AtomicU64::new(0),
+            swallowed: AtomicU64::new(0),
             closed: AtomicBool::new(false),
         });
         let accepting = shared.clone();
@@ -77,6 +81,16 @@ impl Forwarder {
         let made = self.shared.connections.load(Ordering::SeqCst);
         self.shared.silent_below.store(made, Ordering::SeqCst);
     }
+
+    /// Connections made through the forwarder so far.
+    pub fn connections(&self) -> u64 {
+        self.shared.connections.load(Ordering::SeqCst)
+    }
+
+    /// Bytes either end sent into a silenced connection, which went nowhere.
+    pub fn swallowed(&self) -> u64 {
+        self.shared.swallowed.load(Ordering::SeqCst)
+    }
 }
 
 impl Drop for Forwarder {
@@ -97,14 +111,15 @@ fn pump(mut from: TcpStream, mut to: TcpStream, number: u64, shared: &Shared) {
         if shared.closed.load(Ordering::SeqCst) {
             break;
         }
-        if number < shared.silent_below.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(20));
-            continue;
-        }
+        let silenced = number < shared.silent_below.load(Ordering::SeqCst);
         match from.read(&mut buffer) {
+            // A silenced connection is never closed by the forwarder.
+            Ok(0) if silenced => std::thread::sleep(Duration::from_millis(20)),
             Ok(0) => break,
-            // Silenced while reading: swallowed.
-            Ok(_) if number < shared.silent_below.load(Ordering::SeqCst) => {}
+            // Silenced (or silenced while reading): swallowed, and counted.
+            Ok(n) if silenced || number < shared.silent_below.load(Ordering::SeqCst) => {
+                shared.swallowed.fetch_add(n as u64, Ordering::SeqCst);
+            }
             Ok(n) => {
                 if to.write_all(&buffer[..n]).is_err() {
                     break;

@@ -188,10 +188,18 @@ async fn silence_a_connection_that_stops_answering_is_replaced() {
 
     // The open connection goes quiet without being closed, as one to a host that
     // vanished does; TCP alone would notice after many minutes.
+    let connections_before = address.connections();
     address.silence_open_connections();
     let silenced = Instant::now();
     let took = until_served(&app, client, silenced).await;
     println!("silence: served again {took:?} after the connection went quiet (deadline 1.5 s)");
+    // The fault came first: the app sent into the silenced connection (a call that
+    // went unanswered), and was then served over a connection made since.
+    assert!(address.swallowed() > 0, "the app never met the silence");
+    assert!(
+        address.connections() > connections_before,
+        "served again without a new connection: the silenced one was never left"
+    );
     // The call that ran out may or may not have reached Redis before the silence:
     // at most one more count than the answered searches.
     let count = minute_count(&app, &redis, client).unwrap();

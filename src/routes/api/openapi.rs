@@ -86,7 +86,7 @@ pub struct ApiDoc;
 
 /// The rules a derive cannot state: `UpdatePage` needs a title or a body that is not
 /// null, a path `slug` matches the slug pattern (any other is 404), and `X-Page-Pin`
-/// is a PIN (see [`types::PATTERNS`]).
+/// is a PIN that a header can carry (`pin_header` of [`types::PATTERNS`]).
 struct ServerRules;
 
 impl Modify for ServerRules {
@@ -121,7 +121,7 @@ impl Modify for ServerRules {
                     }
                     let pattern = match (&parameter.parameter_in, parameter.name.as_str()) {
                         (ParameterIn::Path, "slug") => SLUG_PATTERN.to_owned(),
-                        (ParameterIn::Header, PIN_HEADER) => types::PATTERNS.pin.clone(),
+                        (ParameterIn::Header, PIN_HEADER) => types::PATTERNS.pin_header.clone(),
                         _ => continue,
                     };
                     parameter.schema = Some(RefOr::T(
