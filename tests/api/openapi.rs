@@ -148,8 +148,7 @@ async fn the_documents_limits_are_the_ones_the_server_applies() {
     // and a published page links to the PIN routes with the PIN it was sent with.
     let pin_pattern = &serde_json::json!(r"^[\u0021-\u007E][\u0020-\u007E]{4,62}[\u0021-\u007E]$");
     assert_ne!(
-        &doc["components"]["schemas"]["CreatePage"]["properties"]["pin"]["pattern"],
-        pin_pattern,
+        &doc["components"]["schemas"]["CreatePage"]["properties"]["pin"]["pattern"], pin_pattern,
         "the body's PIN may go past ASCII; the header's may not"
     );
     let mut pin_headers = 0;
