@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::helpers::spawn_app_in_folder;
-use crate::helpers::support::Tmpfs;
+use crate::helpers::support::{ChildGuard, Tmpfs};
 use crate::helpers::{spawn_app, AGENT, PIN};
 
 #[actix_web::test]
@@ -193,7 +193,7 @@ async fn a_full_disk_is_answered_503_and_writes_are_kept_again_once_space_is_bac
             "{slug}: the file holds another body than was acknowledged"
         );
         assert!(
-            restarted.body(slug) == *acked,
+            restarted.body(slug).await == *acked,
             "{slug}: a restarted server reads another body than was acknowledged"
         );
     }
@@ -213,67 +213,49 @@ async fn a_full_disk_is_answered_503_and_writes_are_kept_again_once_space_is_bac
     panic!("the WAL still holds {} bytes", wal_bytes());
 }
 
-/// Another `agent-pages serve` process on the database file `db` (its budget in
-/// `budget_dir`): it knows only what is on disk, as a restarted server would.
-/// Killed on drop.
+/// Another `agent-pages serve` process on the database file `db` (its budget and
+/// output in `dir`): it knows only what is on disk, as a restarted server would.
+/// Killed on drop (by its [`ChildGuard`]).
 struct Restarted {
-    child: std::process::Child,
+    _process: ChildGuard,
     url: String,
 }
 
 impl Restarted {
-    fn start(db: &Path, budget_dir: &Path) -> Self {
-        use std::io::BufRead as _;
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agent-pages"))
+    fn start(db: &Path, dir: &Path) -> Self {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agent-pages"));
+        command
             .arg("serve")
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("AGENT_PAGES_DATABASE", db)
             .env(
                 "AGENT_PAGES_BUDGET_DATABASE",
-                budget_dir.join("restarted-budget.sqlite3"),
+                dir.join("restarted-budget.sqlite3"),
             )
             .env("AGENT_PAGES_BIND", "127.0.0.1:0")
-            .env("RUST_LOG", "warn")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        for line in std::io::BufReader::new(stdout).lines() {
-            if let Some(url) = line.unwrap().split("listening on ").nth(1) {
-                let url = url.trim().to_owned();
-                return Self { child, url };
-            }
+            .env("RUST_LOG", "warn");
+        let mut process = ChildGuard::spawn("restarted", command, dir);
+        let line = process.wait_for_line("listening on ");
+        let url = line
+            .split("listening on ")
+            .nth(1)
+            .unwrap()
+            .trim()
+            .to_owned();
+        Self {
+            _process: process,
+            url,
         }
-        panic!("serve exited without a ready line");
     }
 
-    /// The body of `slug` as this server reads it (a blocking request from its own
-    /// thread: the test's runtime is single-threaded).
-    fn body(&self, slug: &str) -> String {
+    /// The body of `slug` as this server reads it.
+    async fn body(&self, slug: &str) -> String {
         let url = format!("{}/api/pages/{slug}", self.url);
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let r = reqwest::get(&url).await.unwrap();
-                assert_eq!(r.status(), 200, "{url}");
-                let page: serde_json::Value = r.json().await.unwrap();
-                page["body"].as_str().unwrap().to_owned()
-            })
-        })
-        .join()
-        .unwrap()
-    }
-}
-
-impl Drop for Restarted {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let r = reqwest::get(&url).await.unwrap();
+        assert_eq!(r.status(), 200, "{url}");
+        let page: serde_json::Value = r.json().await.unwrap();
+        page["body"].as_str().unwrap().to_owned()
     }
 }
 
