@@ -14,8 +14,8 @@ use crate::budget::redis::RedisSettings;
 use crate::budget::Budget;
 use crate::client_ip::TrustedProxies;
 use crate::clock::{Clock, SystemClock};
+use crate::http::allowed_origins::AllowedOrigins;
 use crate::http::own_origins::PublicUrl;
-use crate::mcp::origins::AllowedOrigins;
 use crate::page_store::open::PagesAt;
 use crate::pg::PgSettings;
 use crate::request_limits::RequestLimits;
@@ -439,7 +439,7 @@ impl Settings {
             trusted_proxies,
             requests,
             mcp_allowed_origins: args.mcp_allowed_origins.parse().map_err(
-                |e: crate::mcp::origins::InvalidOrigin| ConfigError {
+                |e: crate::http::allowed_origins::InvalidOrigin| ConfigError {
                     variable: "AGENT_PAGES_MCP_ALLOWED_ORIGINS",
                     value: args.mcp_allowed_origins.clone(),
                     reason: e.to_string(),

@@ -6,6 +6,7 @@
 //! and the `RateLimit` headers ([`rate_limit_headers`]). Below both faces, above the
 //! operations they call.
 
+pub mod allowed_origins;
 pub mod body;
 pub mod origin;
 pub mod own_origins;
@@ -24,7 +25,7 @@ use crate::operations::Caller;
 pub fn caller(req: &HttpRequest, trusted: &TrustedProxies) -> Caller {
     Caller {
         client: client_ip(req, trusted),
-        origin: origin::of(req, trusted),
+        origin: own_origins::answer_origin(req, trusted),
     }
 }
 
@@ -53,7 +54,7 @@ fn peer(req: &HttpRequest) -> IpAddr {
 /// Whether the socket peer of `req` is one of our reverse proxies
 /// (`TRUSTED_PROXY_CIDRS`): the one rule for believing any forwarded header, the
 /// client address of gate 2 ([`client_ip`]) and the public host and scheme
-/// ([`origin::of`]) alike.
+/// ([`own_origins::answer_origin`]) alike.
 pub fn peer_is_trusted(req: &HttpRequest, trusted: &TrustedProxies) -> bool {
     trusted.contains(peer(req))
 }

@@ -1,7 +1,8 @@
-//! The public origin (scheme and host) of a request, for absolute URLs in answers.
+//! The origin (scheme and host) a request names, for absolute URLs in answers.
 //!
-//! With `AGENT_PAGES_PUBLIC_URL` set ([`super::own_origins::PublicUrl`]) that is the
-//! origin of every answer, whatever the request or a proxy names. Without it:
+//! With `AGENT_PAGES_PUBLIC_URL` set ([`super::own_origins::PublicUrl`]) that origin
+//! is not used: [`super::own_origins::answer_origin`] answers the public one, whatever
+//! the request or a proxy names. Without it:
 //! `X-Forwarded-Host`, `X-Forwarded-Proto` and `Forwarded` (RFC 7239 `host=`,
 //! `proto=`) are believed only when the socket peer is a trusted proxy — the same
 //! rule, through [`super::peer_is_trusted`], as the client address of gate 2 — and a
@@ -16,15 +17,6 @@ use actix_web::HttpRequest;
 
 use crate::client_ip::TrustedProxies;
 pub use crate::operations::Origin;
-
-/// The origin of `req`'s answers: the public URL's when one is configured, else
-/// [`asked`].
-pub fn of(req: &HttpRequest, trusted: &TrustedProxies) -> Origin {
-    match super::own_origins::of(req).and_then(|own| own.public()) {
-        Some(public) => public.origin(),
-        None => asked(req, trusted),
-    }
-}
 
 /// The name the client asked for, as `Host` carries it (`host[:port]`, unchecked): a
 /// trusted proxy's forwarded host when it gives one, else the request's own `Host`
@@ -74,7 +66,7 @@ pub fn asked(req: &HttpRequest, trusted: &TrustedProxies) -> Origin {
     )
 }
 
-/// The pure rule behind [`of`]: with `peer_trusted`, `Forwarded` is read first, then
+/// The pure rule behind [`asked`]: with `peer_trusted`, `Forwarded` is read first, then
 /// `X-Forwarded-Host` / `X-Forwarded-Proto`; of a list, the last (nearest) entry
 /// counts. A forwarded value that is not usable (a scheme other than `http`/`https`,
 /// a host that is not a plain authority) is ignored and the request's own is kept.

@@ -33,7 +33,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::origin::Origin;
 use crate::client_ip::TrustedProxies;
-use crate::mcp::origins::AllowedOrigins;
+use crate::http::allowed_origins::AllowedOrigins;
 use crate::operations::problem::Problem;
 
 /// The names every service knows are its own, as `Host` names them.
@@ -286,6 +286,15 @@ pub async fn refuse_foreign_writes(
             .call(req)
             .await
             .map(ServiceResponse::map_into_left_body),
+    }
+}
+
+/// The origin of `req`'s answers: the public URL's when one is configured, else
+/// the one the request names ([`super::origin::asked`]).
+pub fn answer_origin(req: &HttpRequest, trusted: &TrustedProxies) -> Origin {
+    match of(req).and_then(|own| own.public()) {
+        Some(public) => public.origin(),
+        None => super::origin::asked(req, trusted),
     }
 }
 

@@ -20,7 +20,6 @@ pub mod annotations;
 pub mod bridge;
 pub mod envelope;
 pub mod face;
-pub mod origins;
 pub mod output_schemas;
 pub mod paging;
 pub mod quoting;
