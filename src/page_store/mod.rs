@@ -24,6 +24,7 @@ pub mod moving;
 pub mod open;
 pub mod postgres;
 mod postgres_history;
+mod postgres_history_sql;
 pub mod sqlite;
 
 use std::any::Any;

@@ -20,7 +20,7 @@ use futures_util::FutureExt as _;
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::{IsolationLevel, Row};
 
-use super::postgres_history;
+use super::postgres_history_sql;
 use super::{
     Candidate, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage, LedgerPage, Page,
     PageBackend, PageState, PageStoreError, PageVersion, PinRecord, Restored, StateChange,
@@ -293,7 +293,7 @@ impl PageBackend for PostgresPages {
                 .run(|c| {
                     Box::pin(async move {
                         // The page and its version 1 in one statement.
-                        let insert = c.prepare_cached(postgres_history::CREATE_SQL).await?;
+                        let insert = c.prepare_cached(postgres_history_sql::CREATE_SQL).await?;
                         for _ in 0..CREATE_TRIES {
                             let slug = match &page.slug {
                                 Some(slug) if exists(c, slug.as_str()).await? => {
@@ -609,7 +609,7 @@ impl PageBackend for PostgresPages {
                 let tx = c.transaction().await?;
                 tx.batch_execute(LONG_STATEMENT).await?;
                 // Each page written and its new version in one statement.
-                let upsert = tx.prepare(&postgres_history::import_sql()).await?;
+                let upsert = tx.prepare(&postgres_history_sql::import_sql()).await?;
                 let mut counts = ImportCounts::default();
                 for chunk in chunks(&batch) {
                     let slugs: Vec<&str> = chunk.iter().map(|p| p.slug.as_str()).collect();
