@@ -193,7 +193,7 @@ pub struct Metrics {
     /// Bytes the cache's entries keep alive (bounded by `SEARCH_CACHE_MAX_BYTES`).
     pub cache_bytes: IntGauge,
     /// What the cache's carry rule did per corpus move (`search::cache::carry`).
-    pub cache_carries: crate::search::cache::carry::CarryMetrics,
+    pub cache_carries: CarryMetrics,
     pub candidates: IntGauge,
     pub generation: IntGauge,
     /// Log lines dropped because the queue to the log writer was full
@@ -327,7 +327,7 @@ impl Metrics {
                 "search_cache_bytes",
                 "Bytes kept alive by the search result LRU's entries (results, keys, renderings).",
             ),
-            cache_carries: crate::search::cache::carry::CarryMetrics::new(),
+            cache_carries: CarryMetrics::new(),
             candidates: gauge(
                 "search_candidates",
                 "Candidate pages in the current snapshot.",
@@ -543,6 +543,64 @@ impl Metrics {
             .encode(&self.registry.gather(), &mut buf)
             .expect("encoding to a Vec cannot fail");
         String::from_utf8(buf).expect("the text format is UTF-8")
+    }
+}
+
+/// What carrying shows an operator: `agent_pages_search_cache_carries_total{result}`
+/// (entries of the old fingerprint per move: `carried`, `dropped` after a check,
+/// `unchecked` past the budget) and `agent_pages_search_cache_carry_seconds` (the
+/// Cache actor's time for one move: the checks and the re-keying). No label holds
+/// query text.
+#[derive(Debug, Clone)]
+pub struct CarryMetrics {
+    pub carries: IntCounterVec,
+    pub seconds: Histogram,
+}
+
+impl CarryMetrics {
+    /// Unregistered handles, every `result` label at 0.
+    pub fn new() -> Self {
+        let carries = IntCounterVec::new(
+            Opts::new(
+                "search_cache_carries_total",
+                "Search cache entries of the fingerprint a write replaced, by what the carry rule did: carried, dropped, unchecked.",
+            ),
+            &["result"],
+        )
+        .expect("static metric");
+        for result in ["carried", "dropped", "unchecked"] {
+            carries.with_label_values(&[result]);
+        }
+        let seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "search_cache_carry_seconds",
+                "Time the search cache spent carrying its entries across one corpus move.",
+            )
+            .buckets(vec![
+                0.00001, 0.00002, 0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01,
+                0.025, 0.05,
+            ]),
+        )
+        .expect("static metric");
+        Self { carries, seconds }
+    }
+
+    /// Counts what one move did.
+    pub fn observe(&self, carried: usize, dropped: usize, unchecked: usize, seconds: f64) {
+        for (result, n) in [
+            ("carried", carried),
+            ("dropped", dropped),
+            ("unchecked", unchecked),
+        ] {
+            self.carries.with_label_values(&[result]).inc_by(n as u64);
+        }
+        self.seconds.observe(seconds);
+    }
+}
+
+impl Default for CarryMetrics {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

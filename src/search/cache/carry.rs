@@ -26,8 +26,6 @@
 //! write and per checked entry, not per corpus title: microseconds for one
 //! entry and a write of one page (see [`CARRY_CHECKS`] for the bound).
 
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, Opts};
-
 use crate::search::corpus::Move;
 use crate::search::rank::{self, RankIndex};
 
@@ -40,64 +38,6 @@ pub const CARRY_CHECKS: usize = 512;
 /// of the old fingerprint (the others belong to older snapshots and wait for
 /// eviction): a bound on the scan at the entry bound.
 pub const CARRY_SCAN: usize = 4 * CARRY_CHECKS;
-
-/// What carrying shows an operator: `agent_pages_search_cache_carries_total{result}`
-/// (entries of the old fingerprint per move: `carried`, `dropped` after a check,
-/// `unchecked` past the budget) and `agent_pages_search_cache_carry_seconds` (the
-/// Cache actor's time for one move: the checks and the re-keying). No label holds
-/// query text.
-#[derive(Debug, Clone)]
-pub struct CarryMetrics {
-    pub carries: IntCounterVec,
-    pub seconds: Histogram,
-}
-
-impl CarryMetrics {
-    /// Unregistered handles, every `result` label at 0.
-    pub fn new() -> Self {
-        let carries = IntCounterVec::new(
-            Opts::new(
-                "search_cache_carries_total",
-                "Search cache entries of the fingerprint a write replaced, by what the carry rule did: carried, dropped, unchecked.",
-            ),
-            &["result"],
-        )
-        .expect("static metric");
-        for result in ["carried", "dropped", "unchecked"] {
-            carries.with_label_values(&[result]);
-        }
-        let seconds = Histogram::with_opts(
-            HistogramOpts::new(
-                "search_cache_carry_seconds",
-                "Time the search cache spent carrying its entries across one corpus move.",
-            )
-            .buckets(vec![
-                0.00001, 0.00002, 0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01,
-                0.025, 0.05,
-            ]),
-        )
-        .expect("static metric");
-        Self { carries, seconds }
-    }
-
-    /// Counts what one move did.
-    pub fn observe(&self, carried: usize, dropped: usize, unchecked: usize, seconds: f64) {
-        for (result, n) in [
-            ("carried", carried),
-            ("dropped", dropped),
-            ("unchecked", unchecked),
-        ] {
-            self.carries.with_label_values(&[result]).inc_by(n as u64);
-        }
-        self.seconds.observe(seconds);
-    }
-}
-
-impl Default for CarryMetrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
 
 /// The check of one move, built once and asked for each entry.
 pub struct Probe {

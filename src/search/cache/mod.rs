@@ -167,7 +167,7 @@ pub struct Cache {
     /// Observes each scoring's duration, in seconds.
     scoring_seconds: Histogram,
     /// Counts what each corpus move did to the entries ([`Carry`]).
-    carry_metrics: carry::CarryMetrics,
+    carry_metrics: crate::metrics::CarryMetrics,
 }
 
 impl Cache {
@@ -190,12 +190,12 @@ impl Cache {
             scorers,
             result_limit,
             scoring_seconds,
-            carry_metrics: carry::CarryMetrics::new(),
+            carry_metrics: crate::metrics::CarryMetrics::new(),
         }
     }
 
     /// This cache, counting its carries in `metrics` (registered by the caller).
-    pub fn with_carry_metrics(mut self, metrics: carry::CarryMetrics) -> Self {
+    pub fn with_carry_metrics(mut self, metrics: crate::metrics::CarryMetrics) -> Self {
         self.carry_metrics = metrics;
         self
     }
