@@ -58,11 +58,15 @@ struct Args {
     /// server's publish budget must allow it.
     #[arg(long, default_value_t = 0.0)]
     write_rate: f64,
-    /// What a write is: `update` publishes 20 pages with a PIN, then updates them
-    /// round robin (an argon2 PIN check each); `create` publishes a new page
-    /// without a PIN each time (the corpus grows).
+    /// What a write is: `update` publishes `--update-pages` pages with a PIN, then
+    /// updates them round robin (an argon2 PIN check each); `create` publishes a
+    /// new page without a PIN each time (the corpus grows).
     #[arg(long, value_enum, default_value = "update")]
     writes: Writes,
+    /// Pages `--writes update` publishes and then updates round robin (1: an update
+    /// storm on one page, whose history then holds the newest versions only).
+    #[arg(long, default_value_t = 20)]
+    update_pages: usize,
     /// Fresh queries, one a line, used in order by `--mode distinct` and the
     /// fresh quarter of `--mode mixed` (instead of `--query` plus a made-up
     /// word); past the end they repeat with a made-up word appended.
@@ -83,7 +87,7 @@ enum Writes {
     Create,
 }
 
-/// Publishes 20 pages, then updates one every `1/rate` seconds until `stop`
+/// Publishes `pages` pages, then updates one every `1/rate` seconds until `stop`
 /// (or, for [`Writes::Create`], publishes a new page each time); records each
 /// write's latency as `write-<status>`.
 async fn write_stream(
@@ -91,6 +95,7 @@ async fn write_stream(
     url: String,
     rate: f64,
     writes: Writes,
+    pages: usize,
     results: Arc<Mutex<BTreeMap<String, Vec<Duration>>>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
     titles: Vec<String>,
@@ -125,7 +130,7 @@ async fn write_stream(
         return;
     }
     let mut slugs = Vec::new();
-    for n in 0..20 {
+    for n in 0..pages.max(1) {
         let r = client
             .post(format!("{url}/api/pages"))
             .json(&serde_json::json!({"title": format!("Loadgen page {n} written under load"), "pin": PIN}))
@@ -144,7 +149,11 @@ async fn write_stream(
         let status = client
             .put(format!("{url}/api/pages/{slug}"))
             .header("X-Page-Pin", PIN)
-            .json(&serde_json::json!({"title": format!("Loadgen page {k} revision {k}")}))
+            .json(&serde_json::json!({
+                "title": format!("Loadgen page {k} revision {k}"),
+                // A body of about 1 KiB a version, so that a history's size shows.
+                "body": format!("Revision {k}. {}", "Written under load. ".repeat(50)),
+            }))
             .send()
             .await
             .map(|r| r.status().as_u16().to_string())
@@ -223,6 +232,7 @@ async fn main() {
             args.url.clone(),
             args.write_rate,
             args.writes,
+            args.update_pages,
             results.clone(),
             stop.clone(),
             titles,
