@@ -298,7 +298,7 @@ fn a_base_url_is_taken_as_its_mcp_endpoint() {
         let answer = bridge.answer(2);
         assert_eq!(
             answer["result"]["tools"].as_array().map(Vec::len),
-            Some(7),
+            Some(11),
             "{base}: {answer}"
         );
         assert!(!bridge.stderr().contains("<html"), "{}", bridge.stderr());

@@ -6,8 +6,12 @@ bridge (`--stdio BINARY URL`, `agent-pages mcp --url URL` launched by the SDK).
 Each session lists the tools (each with an outputSchema, against which the SDK
 checks every successful result), publishes a page with a PIN, finds it with
 search_pages, updates it, reads it whole and in parts (max_chars, offset), tries a
-wrong PIN, archives it and reads it again (gone). Over HTTP a last session uses the
-read-only face (`URL/readonly`): three tools, a write refused. Prints one JSON line per session: what the Rust test checks.
+wrong PIN, archives it and reads it again (gone). A history session (both
+transports) lists and reads a page's versions, restores one, rotates the PIN (the old
+one refused after, the new one taking), claims the page and reads its history again
+(not found without the PIN, found with it), and reports the new tools' annotations.
+Over HTTP a last session uses the read-only face (`URL/readonly`): three tools, a
+write refused. Prints one JSON line per session: what the Rust test checks.
 Any surprise raises, so the process exits non-zero.
 """
 
@@ -19,6 +23,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 PIN = "python sdk pin"
+NEW_PIN = "python sdk new pin"
 TOOLS = {
     "search_pages",
     "read_page",
@@ -27,6 +32,10 @@ TOOLS = {
     "update_page",
     "archive_page",
     "claim_page",
+    "list_versions",
+    "read_version",
+    "restore_page",
+    "rotate_pin",
 }
 
 
@@ -142,6 +151,80 @@ async def session(server, label, title, mode="auto"):
         )
 
 
+async def history_session(server, label, title):
+    """The history tools and rotate_pin, every result checked by the SDK against its
+    tool's outputSchema."""
+    async with Client(server) as client:
+        tools = await client.list_tools()
+        hints = {
+            tool.name: tool.annotations.model_dump(by_alias=True, exclude_none=True)
+            for tool in tools.tools
+            if tool.annotations is not None
+        }
+        call = client.call_tool
+        slug = ok(
+            await call("publish_page", {"title": title, "body": "First words.", "pin": PIN}),
+            "publish_page",
+        )["slug"]
+        ok(
+            await call("update_page", {"slug": slug, "pin": PIN, "body": "Spam."}),
+            "update_page",
+        )
+        listed = ok(await call("list_versions", {"slug": slug}), "list_versions")
+        first = ok(
+            await call("read_version", {"slug": slug, "version": 1}), "read_version"
+        )
+        restored = ok(
+            await call(
+                "restore_page",
+                {"slug": slug, "pin": PIN, "version": 1, "expected_version": 2},
+            ),
+            "restore_page",
+        )
+        page = ok(await call("read_page", {"slug": slug}), "read_page")
+        rotated = ok(
+            await call("rotate_pin", {"slug": slug, "pin": PIN, "new_pin": NEW_PIN}),
+            "rotate_pin",
+        )
+        old_pin = refused(
+            await call("update_page", {"slug": slug, "pin": PIN, "body": "Old PIN."}),
+            "the old PIN after rotate_pin",
+        )
+        new_pin = ok(
+            await call("update_page", {"slug": slug, "pin": NEW_PIN, "body": "New PIN."}),
+            "the new PIN",
+        )
+        ok(await call("claim_page", {"slug": slug, "pin": NEW_PIN}), "claim_page")
+        hidden = refused(
+            await call("list_versions", {"slug": slug}),
+            "a claimed page's history without its PIN",
+        )
+        shown = ok(
+            await call("list_versions", {"slug": slug, "pin": NEW_PIN, "per_page": 2}),
+            "a claimed page's history with its PIN",
+        )
+        print(
+            json.dumps(
+                {
+                    "label": label,
+                    "slug": slug,
+                    "hints": {name: hints.get(name) for name in sorted(TOOLS)},
+                    "listed": [[v["version"], v["kind"]] for v in listed["versions"]],
+                    "first": [first["title"], first["body"], first["kind"]],
+                    "restored": restored,
+                    "page": [page["body"], page["version"]],
+                    "rotated": rotated,
+                    "old_pin": old_pin,
+                    "new_pin_version": new_pin["version"],
+                    "hidden": hidden,
+                    "shown": [[v["version"], v["kind"]] for v in shown["versions"]],
+                    "shown_next_page": shown["next_page"],
+                }
+            ),
+            flush=True,
+        )
+
+
 async def read_only_session(url, label):
     """The read-only face: its tools, a write refused as a tool it does not have,
     a read served."""
@@ -172,11 +255,13 @@ async def main(argv):
         url = argv[2]
         await session(url, "http", "Python walrus notes")
         await session(url, "http-legacy", "Python narwhal notes", mode="legacy")
+        await history_session(url, "history-http", "Python heron history")
         await read_only_session(f"{url}/readonly", "read-only")
     elif argv[1] == "--stdio":
         binary, url = argv[2], argv[3]
         params = StdioServerParameters(command=binary, args=["mcp", "--url", url])
         await session(params, "stdio", "Python pelican notes")
+        await history_session(params, "history-stdio", "Python puffin history")
     else:
         raise SystemExit(f"usage: {argv[0]} --http URL | --stdio BINARY URL")
 

@@ -5,9 +5,10 @@
 //! then the `initialize` handshake) and through the stdio bridge (the SDK launches
 //! the real binary), lists the tools, publishes with a PIN, finds the page with
 //! `search_pages`, updates, reads (whole and in parts), archives it, every result
-//! checked by the SDK against its tool's `outputSchema`; over HTTP it also uses the
-//! read-only face `/mcp/readonly`. This test checks what it printed and what the
-//! server stored.
+//! checked by the SDK against its tool's `outputSchema`; then (both transports) it
+//! lists, reads and restores versions, rotates the PIN and reads a claimed page's
+//! history with and without it; over HTTP it also uses the read-only face
+//! `/mcp/readonly`. This test checks what it printed and what the server stored.
 //!
 //! Without the venv (a developer machine that never ran `.ci/run`) the test says so
 //! and passes; under CI (`CI` set) a missing venv fails it.
@@ -18,7 +19,7 @@ mod helpers;
 use std::path::PathBuf;
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use helpers::spawn_app;
 
@@ -61,7 +62,7 @@ fn check_session(app: &helpers::TestApp, session: &Value, version: &str) {
     let label = &session["label"];
     assert_eq!(session["protocol_version"], version, "{label}");
     assert_eq!(session["server"], "agent-pages", "{label}");
-    assert_eq!(session["tools"].as_array().unwrap().len(), 7, "{label}");
+    assert_eq!(session["tools"].as_array().unwrap().len(), 11, "{label}");
     assert_eq!(
         session["publish_pin_pattern"],
         Value::String(agent_pages::operations::types::PATTERNS.pin.clone()),
@@ -120,6 +121,80 @@ fn check_session(app: &helpers::TestApp, session: &Value, version: &str) {
     assert_eq!((version, lifecycle.as_str()), (3, "archived"), "{label}");
 }
 
+/// What every history session must have seen (issue 32 §1, §5).
+fn check_history(app: &helpers::TestApp, session: &Value) {
+    let label = &session["label"];
+    let hints = |tool: &str| {
+        let h = &session["hints"][tool];
+        [
+            h["readOnlyHint"].clone(),
+            h["destructiveHint"].clone(),
+            h["idempotentHint"].clone(),
+            h["openWorldHint"].clone(),
+        ]
+    };
+    let (t, f, none) = (json!(true), json!(false), Value::Null);
+    for read in ["list_versions", "read_version"] {
+        assert_eq!(
+            hints(read),
+            [t.clone(), f.clone(), none.clone(), t.clone()],
+            "{label}: {read}"
+        );
+    }
+    for write in ["update_page", "restore_page"] {
+        assert_eq!(
+            hints(write),
+            [f.clone(), f.clone(), f.clone(), f.clone()],
+            "{label}: {write}"
+        );
+    }
+    assert_eq!(
+        hints("rotate_pin"),
+        [f.clone(), t.clone(), f.clone(), f.clone()],
+        "{label}"
+    );
+    assert_eq!(
+        session["listed"],
+        json!([[2, "update"], [1, "publish"]]),
+        "{label}"
+    );
+    assert_eq!(
+        (&session["first"][1], &session["first"][2]),
+        (&json!("First words."), &json!("publish")),
+        "{label}"
+    );
+    let slug = session["slug"].as_str().unwrap();
+    assert_eq!(
+        session["restored"],
+        json!({"slug": slug, "version": 3}),
+        "{label}"
+    );
+    assert_eq!(session["page"], json!(["First words.", 3]), "{label}");
+    assert_eq!(
+        session["rotated"],
+        json!({"slug": slug, "version": 3}),
+        "{label}"
+    );
+    assert_eq!(session["old_pin"]["type"], "/problems/wrong-pin", "{label}");
+    assert_eq!(session["new_pin_version"], 4, "{label}");
+    assert_eq!(session["hidden"]["type"], "/problems/not-found", "{label}");
+    assert_eq!(
+        session["shown"],
+        json!([[5, "claim"], [4, "update"]]),
+        "{label}"
+    );
+    assert_eq!(session["shown_next_page"], 2, "{label}");
+    let (version, body): (i64, String) = app
+        .conn()
+        .query_row(
+            "SELECT current_version, body FROM pages WHERE slug = ?1",
+            [slug],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((version, body.as_str()), (5, "New PIN."), "{label}");
+}
+
 #[actix_web::test]
 async fn the_official_python_client_uses_every_tool_over_http_and_stdio() {
     let Some(python) = python() else {
@@ -140,10 +215,11 @@ async fn the_official_python_client_uses_every_tool_over_http_and_stdio() {
             .await
             .unwrap()
     };
-    assert_eq!(http.len(), 3, "{http:?}");
+    assert_eq!(http.len(), 4, "{http:?}");
     check_session(&app, &http[0], "2026-07-28");
     check_session(&app, &http[1], "2025-11-25");
-    let read_only = &http[2];
+    check_history(&app, &http[2]);
+    let read_only = &http[3];
     assert_eq!(
         read_only["tools"],
         serde_json::json!(["list_pages", "read_page", "search_pages"]),
@@ -169,10 +245,11 @@ async fn the_official_python_client_uses_every_tool_over_http_and_stdio() {
     })
     .await
     .unwrap();
-    assert_eq!(stdio.len(), 1, "{stdio:?}");
+    assert_eq!(stdio.len(), 2, "{stdio:?}");
     check_session(&app, &stdio[0], "2026-07-28");
-    // Every write of the three sessions came from this machine and spent the
-    // publish budget of 127.0.0.1 (no proxy header): 4 writes a session.
+    check_history(&app, &stdio[1]);
+    // Every write of the five sessions came from this machine and spent the
+    // publish budget of 127.0.0.1 (no proxy header).
     let spent = app
         .state
         .budgets
@@ -189,7 +266,9 @@ async fn the_official_python_client_uses_every_tool_over_http_and_stdio() {
         )
         .unwrap();
     assert_eq!(
-        count, 15,
-        "publish, update, stale update, wrong archive, archive: 5 a session"
+        count,
+        3 * 5 + 2 * 7,
+        "publish, update, stale update, wrong archive, archive: 5 a session; publish, \
+         update, restore, rotate, update with the old PIN, update, claim: 7 a history session"
     );
 }

@@ -2,15 +2,26 @@
 //! acts on (confirming a destructive call, warning of untrusted content), so they
 //! must tell the truth. This is their one place: a tool's hints change here.
 //!
-//! - The read tools (`search_pages`, `read_page`, `list_pages`) change nothing and
-//!   answer text anonymous third parties wrote: `readOnlyHint` and `openWorldHint`.
+//! - The read tools (`search_pages`, `read_page`, `list_pages`, `list_versions`,
+//!   `read_version`) change no page and answer text anonymous third parties wrote:
+//!   `readOnlyHint` and `openWorldHint`. (A history read given a wrong PIN for a gone
+//!   page counts a failed PIN check, as `search_pages` spends a search: budgets and
+//!   counters are not the pages a host is warned about.)
 //! - `publish_page` adds a page and changes no other: not destructive, not
 //!   idempotent (a second call publishes a second page).
-//! - `update_page` replaces a title and body no one can get back yet, `archive_page`
-//!   and `claim_page` take a page out of the list, search and (claim) its URL:
-//!   `destructiveHint` (issue 30 §2). Archive and claim again change nothing:
-//!   idempotent. When page history makes an update undoable, `update_page` stops
-//!   being destructive here.
+//! - `update_page` and `restore_page` make a new version and keep the one before it
+//!   in the history, whence `restore_page` brings it back (issue 32 §5): not
+//!   destructive. Not idempotent: a second call makes another version (and may prune
+//!   the oldest kept one).
+//! - `archive_page` and `claim_page` take a page out of the list, search and (claim)
+//!   its URL, which no tool undoes: `destructiveHint`. Archive and claim again change
+//!   nothing: idempotent.
+//! - `rotate_pin` is `destructiveHint`: it adds nothing, it replaces the PIN hash,
+//!   and no history keeps the old one. Whoever held the old PIN (the page's owner,
+//!   when an agent was talked into rotating it to a PIN a third party chose) is
+//!   locked out of the page for good, and only the holder of the new PIN can undo
+//!   that. That is the call a host should confirm. Not idempotent: a repeat with the
+//!   same arguments is refused as a wrong PIN, and counted.
 
 use rmcp::model::ToolAnnotations;
 
@@ -32,10 +43,10 @@ pub fn for_tool(name: &str) -> ToolAnnotations {
             .open_world(false)
     };
     match name {
-        "search_pages" | "read_page" | "list_pages" => read(),
-        "publish_page" => write(false, false),
-        "update_page" => write(true, false),
+        "search_pages" | "read_page" | "list_pages" | "list_versions" | "read_version" => read(),
+        "publish_page" | "update_page" | "restore_page" => write(false, false),
         "archive_page" | "claim_page" => write(true, true),
+        "rotate_pin" => write(true, false),
         _ => write(true, false).open_world(true),
     }
 }

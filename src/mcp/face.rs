@@ -5,7 +5,9 @@
 //! - **The read-only face**: `POST /mcp/readonly`, or `/mcp` with
 //!   `X-MCP-Readonly: true`, lists and serves only [`READ_TOOLS`]; a call of any
 //!   other tool is answered as a call of a tool that does not exist. Most visiting
-//!   agents only read, and then no PIN-bearing tool is in their context.
+//!   agents only read, and then no PIN-bearing tool is in their context: so the
+//!   history reads (`list_versions`, `read_version`), which take an optional PIN
+//!   for a gone page and count a wrong one against it, are not on this face.
 //! - **The PIN header**: `X-Page-Pin` on the request gives the PIN of every tool
 //!   that takes one and was called without it (a `pin` argument, when given, is the
 //!   one used), so a host can keep the PIN out of the model's context. It is never

@@ -6,24 +6,31 @@
 //! ones the OpenAPI document lists (`utoipa`'s derives on
 //! [`crate::operations::types`]), with the schemas they refer to under `$defs` (an
 //! output schema is a document of its own: `#/components/schemas/X` becomes
-//! `#/$defs/X`). `read_page` adds the fields of a part ([`super::paging`]);
+//! `#/$defs/X`); the history tools answer those of the history routes
+//! ([`crate::operations::history`]). `read_page` and `read_version` add the fields
+//! of a part ([`super::paging`]);
 //! `search_pages` answers the JSON of `/search`, which the OpenAPI document does not
 //! cover, so its schema is written here after `operations::search::json`.
 
 use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
+use crate::operations::history::{PinRotated, VersionList, VersionView};
 use crate::operations::types::{Created, PageList, PageView, StateChanged, Updated};
 
 /// The output schema of the tool `name`; `None` for a name no tool has.
 pub fn for_tool(name: &str) -> Option<Map<String, Value>> {
     let schema = match name {
         "search_pages" => search_answer(),
-        "read_page" => read_page(),
+        "read_page" => with_part(of::<PageView>()),
         "list_pages" => of::<PageList>(),
         "publish_page" => of::<Created>(),
         "update_page" => of::<Updated>(),
         "archive_page" | "claim_page" => of::<StateChanged>(),
+        "list_versions" => of::<VersionList>(),
+        "read_version" => with_part(of::<VersionView>()),
+        "restore_page" => of::<Updated>(),
+        "rotate_pin" => of::<PinRotated>(),
         _ => return None,
     };
     match schema {
@@ -68,9 +75,9 @@ fn local_refs(value: &mut Value) {
     }
 }
 
-/// A page, and when a part was asked for, where it lies.
-fn read_page() -> Value {
-    let mut schema = of::<PageView>();
+/// `schema` (a page or a version, with a `body`) and, when a part was asked for,
+/// where it lies.
+fn with_part(mut schema: Value) -> Value {
     let part = json!({
         "offset": {"type": "integer", "minimum": 0,
                    "description": "Characters of the body before this part."},
@@ -170,6 +177,12 @@ mod tests {
                 );
             }
         }
+        let version = for_tool("read_version").unwrap();
+        assert!(
+            version["properties"]["next_offset"].is_object(),
+            "{version:?}"
+        );
+        assert!(version["properties"]["kind"].is_object(), "{version:?}");
         let list = for_tool("list_pages").unwrap();
         assert_eq!(
             list["properties"]["pages"]["items"]["$ref"],

@@ -93,13 +93,14 @@ impl ReadArgs {
 }
 
 impl BodyPart {
-    /// What the text block says after the body: the part's place and how to go on.
-    pub fn text(&self) -> String {
+    /// What the text block of tool `tool` (`read_page`, `read_version`) says after
+    /// the body: the part's place and how to go on.
+    pub fn text(&self, tool: &str) -> String {
         let shown = self.total_chars - self.remaining_chars - self.offset.min(self.total_chars);
         match self.next_offset {
             Some(next) => format!(
                 "Shown: {shown} characters from offset {} of {}; {} characters are left: \
-                 call read_page with offset {next} to read on.",
+                 call {tool} with offset {next} to read on.",
                 self.offset, self.total_chars, self.remaining_chars
             ),
             None => format!(
@@ -175,7 +176,11 @@ mod tests {
             (part, place.remaining_chars, place.next_offset),
             ("", 0, None)
         );
-        assert!(place.text().contains("end of the body"), "{}", place.text());
+        assert!(
+            place.text("read_page").contains("end of the body"),
+            "{}",
+            place.text("read_page")
+        );
         let (part, _) = args(None, Some(6)).cut(body).unwrap();
         assert_eq!(part, "wörld");
     }

@@ -34,7 +34,8 @@ pub struct RestorePage {
 
 /// A JSON number that is a whole number: `3` or `3.0` (JSON Schema's `integer` counts
 /// both, so the OpenAPI document's promise holds for either spelling); `3.5` is not.
-fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+/// The MCP tools' `version` arguments are read by it too.
+pub fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     let n = serde_json::Number::deserialize(d)?;
     n.as_i64()
         .or_else(|| {

@@ -395,15 +395,37 @@ async fn two_concurrent_updates_with_the_same_if_match_make_one_version_and_one_
     app.publish("notes", "Notes").await;
     for round in 1..=5 {
         let tag = format!("\"v{round}\"");
-        let (a, b) = tokio::join!(
-            app.put_if_match("notes", &tag, json!({"body": "from a"})),
-            app.put_if_match("notes", &tag, json!({"body": "from b"})),
-        );
-        let mut statuses = [a.status, b.status];
+        // Two spawned requests from two clients, sent together past a barrier.
+        let start = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+        let writer = |client: &str, text: &'static str| {
+            let request = app
+                .client
+                .put(app.url("/api/pages/notes"))
+                .header("X-Forwarded-For", client)
+                .header("X-Page-Pin", PIN)
+                .header("If-Match", tag.as_str())
+                .json(&json!({ "body": text }));
+            let start = start.clone();
+            actix_web::rt::spawn(async move {
+                start.wait().await;
+                let r = request.send().await.unwrap();
+                let status = r.status().as_u16();
+                (status, r.json::<Value>().await.unwrap(), text)
+            })
+        };
+        let a = writer("192.0.2.21", "from a");
+        let b = writer("192.0.2.22", "from b");
+        let (a, b) = (a.await.unwrap(), b.await.unwrap());
+        let mut statuses = [a.0, b.0];
         statuses.sort();
-        assert_eq!(statuses, [200, 412], "{} / {}", a.text, b.text);
-        assert_eq!(app.stored("notes").0, round + 1);
-        assert_eq!(app.history_rows("notes"), round + 1);
+        assert_eq!(statuses, [200, 412], "{} / {}", a.1, b.1);
+        let (won, lost) = if a.0 == 200 { (a, b) } else { (b, a) };
+        assert_eq!(won.1["version"], round + 1, "{}", won.1);
+        assert_eq!(lost.1["type"], "/problems/version-mismatch", "{}", lost.1);
+        assert_eq!(lost.1["current_version"], round + 1, "{}", lost.1);
+        let (version, _, stored) = app.stored("notes");
+        assert_eq!((version, stored.as_str()), (round + 1, won.2));
+        assert_eq!(app.history_rows("notes"), round + 1, "exactly one new row");
     }
 }
 

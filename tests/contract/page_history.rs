@@ -210,12 +210,21 @@ pub async fn of_writers_expecting_the_same_version_at_once_exactly_one_writes(f:
     let other = f.another().await;
     let id = create(&f.store, "a", "one").await;
     for round in 1..=8 {
-        let (a, b) = tokio::join!(
-            f.store
-                .update_expecting(id, None, body("from a"), T0 + round, Some(round)),
-            other.update_expecting(id, None, body("from b"), T0 + round, Some(round)),
-        );
-        let (a, b) = (a.unwrap(), b.unwrap());
+        // Two tasks, two handles (as two replicas), released together by a barrier.
+        let start = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+        let writer = |store: PageStore, text: &'static str| {
+            let start = start.clone();
+            tokio::spawn(async move {
+                start.wait().await;
+                store
+                    .update_expecting(id, None, body(text), T0 + round, Some(round))
+                    .await
+                    .unwrap()
+            })
+        };
+        let a = writer(f.store.clone(), "from a");
+        let b = writer(other.clone(), "from b");
+        let (a, b) = (a.await.unwrap(), b.await.unwrap());
         assert!(
             matches!(
                 (&a, &b),
@@ -224,7 +233,15 @@ pub async fn of_writers_expecting_the_same_version_at_once_exactly_one_writes(f:
             ),
             "round {round}: {a:?} / {b:?}"
         );
-        assert_eq!(kept(&f.store, id).await.len() as i64, round + 1);
+        assert_eq!(
+            kept(&f.store, id).await.len() as i64,
+            round + 1,
+            "exactly one new history row"
+        );
+        let page = f.store.page("a").await.unwrap().unwrap();
+        assert_eq!(page.version, round + 1);
+        let winner = if a.is_ok() { "from a" } else { "from b" };
+        assert_eq!(page.body.as_str(), winner, "the loser changed nothing");
     }
 }
 

@@ -162,7 +162,7 @@ async fn every_malformed_envelope_gets_the_json_rpc_error_the_specification_name
             &version,
         )
         .await;
-    assert_eq!(r.result()["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(r.result()["tools"].as_array().unwrap().len(), 11);
 }
 
 #[actix_web::test]
@@ -249,5 +249,5 @@ async fn a_repeated_version_header_is_refused() {
     let once = app
         .mcp_post_text(list, &[("MCP-Protocol-Version", "2025-11-25")])
         .await;
-    assert_eq!(once.result()["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(once.result()["tools"].as_array().unwrap().len(), 11);
 }

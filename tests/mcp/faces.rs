@@ -148,12 +148,12 @@ async fn the_read_only_face_lists_and_serves_only_the_read_tools() {
         "nothing was published"
     );
     // The full face still has every tool.
-    assert_eq!(app.tool_names("/mcp", &[]).await.len(), 7);
+    assert_eq!(app.tool_names("/mcp", &[]).await.len(), 11);
     assert_eq!(
         app.tool_names("/mcp", &[("X-MCP-Readonly", "false")])
             .await
             .len(),
-        7
+        11
     );
 }
 

@@ -86,7 +86,7 @@ async fn discover_serves_the_2026_revision_and_its_requests_stand_alone() {
 }
 
 #[actix_web::test]
-async fn tools_list_has_the_seven_tools_with_the_api_schemas() {
+async fn tools_list_has_the_eleven_tools_with_the_api_schemas() {
     let app = spawn_app().await;
     let result = app.mcp("tools/list", json!({}), AGENT).await.result();
     let tools = result["tools"].as_array().unwrap();
@@ -100,7 +100,11 @@ async fn tools_list_has_the_seven_tools_with_the_api_schemas() {
             "publish_page",
             "update_page",
             "archive_page",
-            "claim_page"
+            "claim_page",
+            "list_versions",
+            "read_version",
+            "restore_page",
+            "rotate_pin"
         ]
     );
     let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap().clone();

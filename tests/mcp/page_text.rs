@@ -272,14 +272,43 @@ async fn annotations_and_instructions_tell_the_truth() {
             .unwrap_or_else(|| panic!("{name}"))["annotations"]
             .clone()
     };
-    for read in ["search_pages", "read_page", "list_pages"] {
+    for read in [
+        "search_pages",
+        "read_page",
+        "list_pages",
+        "list_versions",
+        "read_version",
+    ] {
         assert_eq!(hints(read)["readOnlyHint"], true, "{read}");
+        assert_eq!(hints(read)["destructiveHint"], false, "{read}");
         assert_eq!(hints(read)["openWorldHint"], true, "{read}");
     }
-    for changes in ["update_page", "archive_page", "claim_page"] {
-        assert_eq!(hints(changes)["readOnlyHint"], false, "{changes}");
-        assert_eq!(hints(changes)["destructiveHint"], true, "{changes}");
+    // (readOnly, destructive, idempotent, openWorld) of every writing tool: an
+    // update or a restore keeps the version before it in the history, so neither
+    // is destructive (issue 32 §5); archive, claim and a PIN rotation are.
+    for (changes, destructive, idempotent) in [
+        ("publish_page", false, false),
+        ("update_page", false, false),
+        ("restore_page", false, false),
+        ("archive_page", true, true),
+        ("claim_page", true, true),
+        ("rotate_pin", true, false),
+    ] {
+        let h = hints(changes);
+        assert_eq!(
+            (
+                &h["readOnlyHint"],
+                &h["destructiveHint"],
+                &h["idempotentHint"],
+                &h["openWorldHint"]
+            ),
+            (
+                &json!(false),
+                &json!(destructive),
+                &json!(idempotent),
+                &json!(false)
+            ),
+            "{changes}: {h}"
+        );
     }
-    assert_eq!(hints("publish_page")["destructiveHint"], false);
-    assert_eq!(hints("publish_page")["idempotentHint"], false);
 }

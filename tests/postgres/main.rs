@@ -9,7 +9,8 @@
 //! `tests/contract`'s, run on every backend. Here, of the `tests/api/` and
 //! `tests/search/` suites, only those run again whose assertions cross the store and
 //! the app: a write reaching the next search and the public views (lifecycle,
-//! search effects), the cache following the corpus generation the store reports,
+//! search effects), page history and `If-Match` (two writers racing on one tag
+//! through HTTP), the cache following the corpus generation the store reports,
 //! and the outcome matrix (the budget function answering the generation with the
 //! spend). Beside them, what PostgreSQL brings of its own: several replicas on one
 //! database, following every write exactly once, faults, import and moving a SQLite
@@ -44,6 +45,9 @@ mod helpers {
 mod api_lifecycle;
 #[path = "../api/search_effects.rs"]
 mod api_search_effects;
+// Of `tests/api/`: page history and If-Match, two writers racing on one tag.
+#[path = "../api/history.rs"]
+mod api_history;
 // Of `tests/search/`: the cache over the store's generation, the outcome matrix.
 #[path = "../search/cache.rs"]
 mod search_cache;
