@@ -58,4 +58,5 @@ mod pool;
 mod replicas;
 mod restart;
 mod restore;
+mod storage_row;
 mod store;
