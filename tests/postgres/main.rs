@@ -60,3 +60,4 @@ mod restart;
 mod restore;
 mod storage_row;
 mod store;
+mod with_redis;
