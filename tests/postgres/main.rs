@@ -54,6 +54,7 @@ mod commands;
 mod faults;
 mod follow;
 mod forwarder;
+mod mcp_pages_down;
 mod pool;
 mod replicas;
 mod restart;

@@ -25,7 +25,7 @@ const CLIENT: &str = "192.0.2.90";
 
 /// An app whose pages are in a database of their own on the shared server, reached
 /// through `forwarder`, and whose budget is in a redis-server of its own.
-async fn app_with_pages_behind(forwarder: &Forwarder) -> TestApp {
+pub(super) async fn app_with_pages_behind(forwarder: &Forwarder) -> TestApp {
     let port = forwarder.port();
     spawn_app_in(Pages::Postgres, Store::Redis, move |s| {
         let PagesAt::Postgres(direct) = &s.pages else {
