@@ -224,3 +224,28 @@ async fn every_write_lists_the_403_of_a_foreign_browser_origin() {
     let problem: Value = r.json().await.unwrap();
     assert_eq!(problem["type"], "/problems/origin-not-allowed", "{problem}");
 }
+
+#[actix_web::test]
+async fn every_page_number_is_documented_empty_as_absent_and_answered_so() {
+    let app = spawn_app().await;
+    let doc: Value = app.fetch("/api/openapi.json").await.json();
+    let mut paged = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                if p["in"] == "query" && matches!(p["name"].as_str(), Some("page" | "per_page")) {
+                    assert_eq!(p["allowEmptyValue"], true, "{method} {path}: {p}");
+                    paged.push(format!("{method} {path} {}", p["name"]));
+                }
+            }
+        }
+    }
+    assert_eq!(paged.len(), 4, "{paged:?}");
+    // What the document says is what the server does: `page=` is page 1.
+    app.publish("paged", "Paged").await;
+    for path in ["/api/pages", "/api/pages/paged/versions"] {
+        let r = app.fetch(&format!("{path}?page=&per_page=")).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+        assert_eq!(r.json()["page"], 1, "{path}");
+    }
+}

@@ -15,4 +15,5 @@ mod lifecycle;
 mod limits;
 mod page_text;
 mod rebinding;
+mod stores_down;
 mod tools;

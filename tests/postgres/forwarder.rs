@@ -2,7 +2,9 @@
 //! between would be: new connections go to whichever server it points at now
 //! (existing ones stay where they were, as after a failover behind one address), and
 //! it can freeze, holding every connection open while passing nothing on (a frozen
-//! server or a black-holing network), and thaw again.
+//! server or a black-holing network), and thaw again; or it can cut the link,
+//! closing every connection and refusing new ones (a server gone, a network down
+//! with resets), until it is mended.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -15,6 +17,7 @@ pub struct Forwarder {
     port: u16,
     target: Arc<Mutex<SocketAddr>>,
     frozen: watch::Sender<bool>,
+    cut: watch::Sender<bool>,
     _runtime: std::thread::JoinHandle<()>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
@@ -24,6 +27,7 @@ impl Forwarder {
     pub fn start(target_port: u16) -> Self {
         let target = Arc::new(Mutex::new(SocketAddr::from(([127, 0, 0, 1], target_port))));
         let (frozen, watching) = watch::channel(false);
+        let (cut, cut_watch) = watch::channel(false);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -42,8 +46,12 @@ impl Forwarder {
                     _ = async {
                         loop {
                             let Ok((client, _)) = listener.accept().await else { continue };
+                            if *cut_watch.borrow() {
+                                drop(client); // closed at once
+                                continue;
+                            }
                             let target = *to.lock().unwrap();
-                            tokio::spawn(forward(client, target, watching.clone()));
+                            tokio::spawn(forward(client, target, watching.clone(), cut_watch.clone()));
                         }
                     } => {}
                 }
@@ -53,6 +61,7 @@ impl Forwarder {
             port,
             target,
             frozen,
+            cut,
             _runtime: runtime,
             stop: Some(stop),
         }
@@ -75,6 +84,15 @@ impl Forwarder {
     pub fn thaw(&self) {
         self.frozen.send_replace(false);
     }
+
+    /// Closes every open connection, and each new one at once, until [`mend`].
+    pub fn cut(&self) {
+        self.cut.send_replace(true);
+    }
+
+    pub fn mend(&self) {
+        self.cut.send_replace(false);
+    }
 }
 
 impl Drop for Forwarder {
@@ -85,13 +103,22 @@ impl Drop for Forwarder {
     }
 }
 
-async fn forward(client: TcpStream, target: SocketAddr, frozen: watch::Receiver<bool>) {
+async fn forward(
+    client: TcpStream,
+    target: SocketAddr,
+    frozen: watch::Receiver<bool>,
+    mut cut: watch::Receiver<bool>,
+) {
     let Ok(server) = TcpStream::connect(target).await else {
         return;
     };
     let (cr, cw) = client.into_split();
     let (sr, sw) = server.into_split();
-    tokio::join!(pipe(cr, sw, frozen.clone()), pipe(sr, cw, frozen.clone()));
+    // A cut drops both directions (and so closes both sockets) wherever they are.
+    tokio::select! {
+        _ = async { tokio::join!(pipe(cr, sw, frozen.clone()), pipe(sr, cw, frozen.clone())) } => {}
+        _ = cut.wait_for(|c| *c) => {}
+    }
 }
 
 async fn pipe(

@@ -140,8 +140,38 @@ static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
     let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serializes");
     fix_link_field_names(&mut doc);
     origin_refusals(&mut doc);
+    empty_means_absent(&mut doc);
     serde_json::to_string(&doc).expect("the OpenAPI document serializes")
 });
+
+/// `page` and `per_page` follow the one page-number rule
+/// ([`crate::domain::parse_whole_number`]): an empty value (a form's blank field) is
+/// the parameter not given. The document says so with `allowEmptyValue` on each
+/// (utoipa 5 has no field for it), so a client (and Schemathesis) may send `page=`.
+fn empty_means_absent(doc: &mut serde_json::Value) {
+    let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    for item in paths.values_mut().filter_map(|i| i.as_object_mut()) {
+        for operation in item.values_mut() {
+            let Some(parameters) = operation
+                .get_mut("parameters")
+                .and_then(|p| p.as_array_mut())
+            else {
+                continue;
+            };
+            for parameter in parameters.iter_mut().filter_map(|p| p.as_object_mut()) {
+                let paged = matches!(
+                    parameter.get("name").and_then(|n| n.as_str()),
+                    Some("page" | "per_page")
+                );
+                if paged && parameter.get("in").and_then(|i| i.as_str()) == Some("query") {
+                    parameter.insert("allowEmptyValue".into(), true.into());
+                }
+            }
+        }
+    }
+}
 
 /// What `own_origins::refuse_foreign_writes` answers every write of the API scope
 /// from a browser page of another origin (DNS rebinding, issue 30 §1).
