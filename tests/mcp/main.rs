@@ -10,6 +10,7 @@ mod helpers;
 mod budgets;
 mod envelope;
 mod faces;
+mod idempotency;
 mod lifecycle;
 mod limits;
 mod page_text;
