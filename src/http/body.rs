@@ -37,6 +37,18 @@ pub async fn read_json<T: DeserializeOwned>(
     parse(&bytes)
 }
 
+/// [`read_json`], answering the body's bytes as received beside the value (the
+/// fingerprint of an idempotent publish is theirs).
+pub async fn read_json_bytes<T: DeserializeOwned>(
+    gate: &BodyGate,
+    req: &HttpRequest,
+    payload: web::Payload,
+) -> Result<(T, Vec<u8>), ApiError> {
+    check_media_type(req)?;
+    let bytes = read_capped(gate, req, payload, BODY_LIMIT).await?;
+    Ok((parse(&bytes)?, bytes))
+}
+
 fn check_media_type(req: &HttpRequest) -> Result<(), ApiError> {
     let Some(value) = req.headers().get(header::CONTENT_TYPE) else {
         return Ok(());

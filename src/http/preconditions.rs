@@ -121,6 +121,7 @@ pub fn expected_version(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
 pub fn conditions(req: &HttpRequest) -> Result<Conditions, ApiError> {
     Ok(Conditions {
         expected_version: expected_version(req.headers())?,
+        ..Conditions::default()
     })
 }
 

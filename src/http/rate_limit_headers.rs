@@ -25,8 +25,10 @@ pub fn insert(
 }
 
 /// `response` with the `RateLimit-Policy` and `RateLimit` headers of a page
-/// write's spend.
-pub fn with_spent(mut response: HttpResponse, spent: &Spent) -> HttpResponse {
-    insert(&mut response, &spent.policy, &spent.state);
+/// write's spend; none for a write that spent nothing (an idempotent replay).
+pub fn with_spent(mut response: HttpResponse, spent: Option<&Spent>) -> HttpResponse {
+    if let Some(spent) = spent {
+        insert(&mut response, &spent.policy, &spent.state);
+    }
     response
 }

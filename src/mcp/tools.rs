@@ -19,6 +19,7 @@ use crate::operations::error::ApiError;
 use crate::operations::history::{
     self, PinRotated, RestorePage, RotatePin, VersionList, VersionView,
 };
+use crate::operations::idempotency::{self, Idempotency, IdempotencyKey};
 use crate::operations::pages::{self, Conditions, Target, MAX_PAGE, MAX_PER_PAGE};
 use crate::operations::problem::Problem;
 use crate::operations::search::{self, JsonReply};
@@ -45,6 +46,40 @@ struct SearchArgs {
 #[serde(deny_unknown_fields, expecting = "a JSON object")]
 struct ListArgs {
     page: Option<i64>,
+}
+
+/// `publish_page`: the fields of `POST /api/pages` and `idempotency_key?`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a JSON object")]
+struct PublishArgs {
+    title: String,
+    body: Option<String>,
+    slug: Option<String>,
+    pin: Option<String>,
+    /// As the `Idempotency-Key` header over HTTP.
+    idempotency_key: Option<String>,
+}
+
+/// The name of `publish_page`'s key argument.
+const IDEMPOTENCY_KEY: &str = "idempotency_key";
+
+/// The `idempotency_key` argument of `publish_page` (issue 32 §3).
+fn idempotency_key_schema() -> Value {
+    json!({
+        "type": "string",
+        "minLength": 1,
+        "maxLength": idempotency::KEY_MAX,
+        "pattern": idempotency::KEY_PATTERN,
+        "description": "1–255 visible ASCII characters (0x21–0x7E), a new one per \
+                        page you mean to publish, e.g. a UUID. Calling again with the \
+                        same key and the same other arguments within 24 hours \
+                        answers the first answer again (its text says so) and \
+                        publishes and spends nothing; the same key with other \
+                        arguments fails with /problems/idempotency-key-reused, and \
+                        while the first call still runs with \
+                        /problems/idempotency-key-in-flight. Left out: every call \
+                        publishes.",
+    })
 }
 
 /// `update_page`: `{slug, pin, title?, body?, expected_version?}`.
@@ -242,13 +277,16 @@ fn tools() -> Vec<Tool> {
             "Publish a page. Give a pin to be able to update, archive or claim it later \
              (it is stored only as a hash and never shown again); a page published \
              without one can never be changed. The slug is derived from the title when \
-             left out. Spends one write from this client's publish budget.",
+             left out. Spends one write from this client's publish budget. Give an \
+             idempotency_key to retry safely: a call repeated with it answers the first \
+             answer and publishes nothing twice.",
             object(
                 &[
                     ("title", field(&create, "title")),
                     ("body", field(&create, "body")),
                     ("slug", field(&create, "slug")),
                     ("pin", field(&create, "pin")),
+                    (IDEMPOTENCY_KEY, idempotency_key_schema()),
                 ],
                 &["title"],
             ),
@@ -578,12 +616,29 @@ async fn publish_page(
     caller: &Caller,
     arguments: &Option<JsonObject>,
 ) -> Result<CallToolResult, ApiError> {
-    let input: CreatePage = args(arguments)?;
+    let input: PublishArgs = args(arguments)?;
     let with_pin = input.pin.is_some();
-    let created: Created = pages::publish(state, caller, input, Conditions::default())
-        .await?
-        .answer;
-    let text = format!(
+    let idempotency = match &input.idempotency_key {
+        Some(key) => {
+            let key = IdempotencyKey::parse(IDEMPOTENCY_KEY, key.as_bytes())?;
+            let given = arguments.clone().unwrap_or_default();
+            Some(Idempotency::of_arguments(key, &given, IDEMPOTENCY_KEY))
+        }
+        None => None,
+    };
+    let page = CreatePage {
+        slug: input.slug,
+        title: input.title,
+        body: input.body,
+        pin: input.pin,
+    };
+    let conditions = Conditions {
+        idempotency,
+        ..Conditions::default()
+    };
+    let written = pages::publish(state, caller, page, conditions).await?;
+    let created: Created = written.answer;
+    let mut text = format!(
         "Published as slug {} (version {}): {}. {}",
         created.slug,
         created.version,
@@ -594,6 +649,12 @@ async fn publish_page(
             "It has no PIN, so it can never be changed."
         }
     );
+    if written.replayed.is_some() {
+        text.push_str(
+            " This is the answer of the first call with this idempotency_key, sent again: \
+             nothing was published or spent now.",
+        );
+    }
     Ok(structured(to_value(&created), text))
 }
 
@@ -613,6 +674,7 @@ async fn update_page(
     };
     let conditions = Conditions {
         expected_version: input.expected_version,
+        ..Conditions::default()
     };
     let updated: Updated = pages::update(state, caller, target, change, conditions)
         .await?
@@ -639,6 +701,7 @@ async fn pin_change(
     };
     let conditions = Conditions {
         expected_version: input.expected_version,
+        ..Conditions::default()
     };
     let after: StateChanged = match change {
         Change::Archive => pages::archive(state, caller, target, conditions).await?,
@@ -768,6 +831,7 @@ async fn restore_page(
     };
     let conditions = Conditions {
         expected_version: input.expected_version,
+        ..Conditions::default()
     };
     let restore = RestorePage {
         version: input.version,
@@ -855,6 +919,10 @@ mod tests {
             json!(crate::domain::BODY_MAX_BYTES)
         );
         assert_eq!(publish.input_schema["required"], json!(["title"]));
+        assert_eq!(
+            props[IDEMPOTENCY_KEY]["pattern"],
+            json!(idempotency::KEY_PATTERN)
+        );
         let update = TOOLS.iter().find(|t| t.name == "update_page").unwrap();
         let props = update.input_schema["properties"].as_object().unwrap();
         assert_eq!(props["pin"]["type"], json!("string"));

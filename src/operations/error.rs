@@ -94,6 +94,21 @@ pub enum ApiError {
     /// page at version `current`, not the one expected: nothing was changed.
     #[error("the page is at version {current}, not the one this write expected: nothing was changed; read it again and retry")]
     VersionMismatch { current: i64 },
+    /// An idempotency key (sent in `field`) came with another request within its
+    /// day: nothing was done.
+    #[error("this {field} was sent with another request in the last 24 hours: send a new key for a new request, or the same request to get its answer again")]
+    IdempotencyKeyReused { field: &'static str },
+    /// The first request of an idempotency key (sent in `field`) is still running.
+    #[error("the first request with this {field} is still running: try again in a second to get its answer")]
+    IdempotencyKeyInFlight { field: &'static str },
+    /// The client holds `max` live idempotency keys; the oldest expires in
+    /// `retry_after` seconds.
+    #[error("this client holds {max} idempotency keys of the last 24 hours, the most it may: publish without {field}, or try again in {retry_after} seconds")]
+    TooManyIdempotencyKeys {
+        field: &'static str,
+        max: i64,
+        retry_after: i64,
+    },
     /// Anything else: a database or worker failure. The cause is logged only.
     #[error("something went wrong on our side; please try again")]
     Internal(#[source] anyhow::Error),
@@ -191,6 +206,24 @@ pub const VERSION_MISMATCH: Kind = kind(
     "/problems/version-mismatch",
     "Version mismatch",
 );
+/// [`ApiError::IdempotencyKeyReused`].
+pub const IDEMPOTENCY_KEY_REUSED: Kind = kind(
+    StatusCode::UNPROCESSABLE_ENTITY,
+    "/problems/idempotency-key-reused",
+    "Idempotency key reused",
+);
+/// [`ApiError::IdempotencyKeyInFlight`].
+pub const IDEMPOTENCY_KEY_IN_FLIGHT: Kind = kind(
+    StatusCode::CONFLICT,
+    "/problems/idempotency-key-in-flight",
+    "Idempotent request in flight",
+);
+/// [`ApiError::TooManyIdempotencyKeys`].
+pub const TOO_MANY_IDEMPOTENCY_KEYS: Kind = kind(
+    StatusCode::TOO_MANY_REQUESTS,
+    "/problems/too-many-idempotency-keys",
+    "Too many idempotency keys",
+);
 /// [`ApiError::Internal`].
 pub const INTERNAL: Kind = kind(
     StatusCode::INTERNAL_SERVER_ERROR,
@@ -224,7 +257,7 @@ pub const STORAGE_UNAVAILABLE: Kind = kind(
 
 /// Every kind the API answers with, in the order the docs list them. A new kind
 /// is named above, chosen in [`ApiError::kind`] and listed here.
-pub const KINDS: [Kind; 19] = [
+pub const KINDS: [Kind; 22] = [
     VALIDATION,
     MALFORMED_JSON,
     UNSUPPORTED_MEDIA_TYPE,
@@ -244,6 +277,9 @@ pub const KINDS: [Kind; 19] = [
     DATABASE_BUSY,
     STORAGE_UNAVAILABLE,
     VERSION_MISMATCH,
+    IDEMPOTENCY_KEY_REUSED,
+    IDEMPOTENCY_KEY_IN_FLIGHT,
+    TOO_MANY_IDEMPOTENCY_KEYS,
 ];
 
 impl ApiError {
@@ -272,6 +308,9 @@ impl ApiError {
             ApiError::DatabaseBusy => DATABASE_BUSY,
             ApiError::StorageUnavailable => STORAGE_UNAVAILABLE,
             ApiError::VersionMismatch { .. } => VERSION_MISMATCH,
+            ApiError::IdempotencyKeyReused { .. } => IDEMPOTENCY_KEY_REUSED,
+            ApiError::IdempotencyKeyInFlight { .. } => IDEMPOTENCY_KEY_IN_FLIGHT,
+            ApiError::TooManyIdempotencyKeys { .. } => TOO_MANY_IDEMPOTENCY_KEYS,
         }
     }
 
@@ -298,8 +337,10 @@ impl ApiError {
         let retry_after = match self {
             ApiError::TooManyPinFailures { retry_after }
             | ApiError::PageTooManyPinFailures { retry_after }
-            | ApiError::PublishRateLimited { retry_after, .. } => Some((*retry_after).max(1)),
+            | ApiError::PublishRateLimited { retry_after, .. }
+            | ApiError::TooManyIdempotencyKeys { retry_after, .. } => Some((*retry_after).max(1)),
             ApiError::BudgetUnavailable
+            | ApiError::IdempotencyKeyInFlight { .. }
             | ApiError::TooManyOpenBodies { .. }
             | ApiError::DatabaseBusy => Some(1),
             ApiError::StorageUnavailable => Some(STORAGE_RETRY_AFTER),
@@ -320,6 +361,9 @@ impl ApiError {
         match self {
             ApiError::Validation { field, .. } => Some(field),
             ApiError::MalformedJson { field, .. } => field.as_deref(),
+            ApiError::IdempotencyKeyReused { field }
+            | ApiError::IdempotencyKeyInFlight { field }
+            | ApiError::TooManyIdempotencyKeys { field, .. } => Some(field),
             _ => None,
         }
     }

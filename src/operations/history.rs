@@ -90,13 +90,11 @@ pub async fn rotate_pin(
         .rows
         .first()
         .map_or(1, |v| v.version);
-    Ok(Written {
-        answer: PinRotated {
-            slug: slug.to_string(),
-            version,
-        },
-        spent,
-    })
+    let answer = PinRotated {
+        slug: slug.to_string(),
+        version,
+    };
+    Ok(Written::spent(answer, spent))
 }
 
 /// One kept version in a page's history list (no body). Times are unix seconds.
@@ -299,13 +297,13 @@ async fn restore_version(
         .restore(id, input.version, now, conditions.expected_version)
         .await?;
     match restored {
-        Restored::Done(version) => Ok(Written {
-            answer: Updated {
+        Restored::Done(version) => Ok(Written::spent(
+            Updated {
                 slug: slug.to_string(),
                 version,
             },
             spent,
-        }),
+        )),
         Restored::NoSuchVersion => Err(no_version(slug.as_str(), input.version)),
         Restored::Mismatch(stale) => Err(stale.into()),
     }

@@ -17,6 +17,7 @@ pub mod body;
 pub mod caller;
 pub mod error;
 pub mod history;
+pub mod idempotency;
 pub mod pages;
 pub mod pin_check;
 pub mod problem;

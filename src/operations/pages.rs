@@ -7,6 +7,10 @@
 //! of these calls and its answer into HTTP or a tool result, so both count against
 //! the same budgets.
 //!
+//! A publish may carry an idempotency key ([`Conditions::idempotency`]): it is
+//! claimed after the fields are checked and before the publish budget is spent
+//! ([`super::idempotency`]), so a replay of the first answer spends nothing.
+//!
 //! A write names the page it changes as a [`Target`] (slug and PIN as sent), states
 //! its [`Conditions`], and answers [`Written`] (its body and the spend's
 //! `RateLimit` values). Those three are where a write grows: a precondition on the
@@ -16,6 +20,7 @@
 //! beside its body is a field of [`Written`].
 
 use super::error::ApiError;
+use super::idempotency::{self, Begun, Idempotency};
 use super::publish_budget::{self, Spent};
 use super::types::{
     CreatePage, Created, ListQuery, PageList, PageListItem, PageView, StateChanged, UpdatePage,
@@ -42,20 +47,39 @@ pub struct Target<'a> {
 /// What a write must find before it is made, beside its PIN. Each face fills them
 /// in one place (`If-Match`, the tools' `expected_version`) and every write checks
 /// them in one (the page store, inside the write's transaction).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Conditions {
     /// The version the page must be at (`If-Match: "v7"`); `None` (no header, or
     /// `If-Match: *`) writes whatever version it is at. A page at another version
     /// is [`ApiError::VersionMismatch`] and nothing changes.
     pub expected_version: Option<i64>,
+    /// The idempotency key of a publish (`Idempotency-Key`, the tool's
+    /// `idempotency_key`) with the request's fingerprint; other writes ignore it.
+    pub idempotency: Option<Idempotency>,
 }
 
-/// What a page write answers: the body both faces send, and the `RateLimit` values
-/// of the publish budget it spent (the HTTP face's headers).
+/// What a page write answers: the body both faces send, the `RateLimit` values
+/// of the publish budget it spent (the HTTP face's headers), and whether it is a
+/// replay.
 #[derive(Debug, Clone)]
 pub struct Written<T> {
     pub answer: T,
-    pub spent: Spent,
+    /// `None` when nothing was spent (a replay).
+    pub spent: Option<Spent>,
+    /// The status of the first answer when this one replays it (an idempotent
+    /// publish sent again): nothing was written or spent now.
+    pub replayed: Option<u16>,
+}
+
+impl<T> Written<T> {
+    /// The answer of a write that spent `spent`.
+    pub fn spent(answer: T, spent: Spent) -> Self {
+        Self {
+            answer,
+            spent: Some(spent),
+            replayed: None,
+        }
+    }
 }
 
 /// Rows of `GET /api/pages` unless `per_page` says otherwise, and the most it may say.
@@ -70,8 +94,9 @@ pub fn path_slug(slug: &str) -> Result<PageSlug, ApiError> {
     PageSlug::parse(slug).map_err(|_| ApiError::no_page(slug))
 }
 
-/// Publishes `input` for `caller`: fields, then the publish budget, then the PIN
-/// hash and the write. Errors as `POST /api/pages` answers them.
+/// Publishes `input` for `caller`: fields, then the idempotency key when one is
+/// given (a replay answers here), then the publish budget, then the PIN hash and
+/// the write. Errors as `POST /api/pages` answers them.
 pub async fn publish(
     state: &AppState,
     caller: &Caller,
@@ -88,11 +113,44 @@ async fn publish_page(
     state: &AppState,
     caller: &Caller,
     input: CreatePage,
-    _conditions: Conditions,
+    conditions: Conditions,
 ) -> Result<Written<Created>, ApiError> {
     let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
+    let Some(idempotency) = &conditions.idempotency else {
+        return create_page(state, caller, page, input.pin).await;
+    };
+    let claim = match idempotency::begin(state, &caller.client, idempotency).await? {
+        Begun::Fresh(claim) => claim,
+        Begun::Replay { status, answer } => {
+            return Ok(Written {
+                answer,
+                spent: None,
+                replayed: Some(status),
+            })
+        }
+    };
+    let created = create_page(state, caller, page, input.pin).await;
+    let (answer, spent) = match created {
+        Ok(Written { answer, spent, .. }) => (Ok(answer), spent),
+        Err(e) => (Err(e), None),
+    };
+    idempotency::end(state, claim, &answer).await;
+    Ok(Written {
+        answer: answer?,
+        spent,
+        replayed: None,
+    })
+}
+
+/// The publish budget, then the PIN hash and the write of `page`.
+async fn create_page(
+    state: &AppState,
+    caller: &Caller,
+    page: NewPage,
+    pin: Option<String>,
+) -> Result<Written<Created>, ApiError> {
     let spent = publish_budget::spend(state, &caller.client).await?;
-    let pin_hash = match input.pin {
+    let pin_hash = match pin {
         Some(pin) => Some(pin::hash_off_thread(&state.api.hash_slots, pin).await?),
         None => None,
     };
@@ -104,14 +162,12 @@ async fn publish_page(
         .await?
         .map_err(|CreateRefused::SlugTaken(slug)| ApiError::Conflict(slug.to_string()))?;
     let slug = created.slug.to_string();
-    Ok(Written {
-        answer: Created {
-            url: caller.page_url(&slug),
-            version: created.version,
-            slug,
-        },
-        spent,
-    })
+    let answer = Created {
+        url: caller.page_url(&slug),
+        version: created.version,
+        slug,
+    };
+    Ok(Written::spent(answer, spent))
 }
 
 /// One page of the ledger as `GET /api/pages` answers it; `query` holds `page` and
@@ -231,13 +287,11 @@ async fn update_page(
         .store
         .update_expecting(id, title, body, now, conditions.expected_version)
         .await??;
-    Ok(Written {
-        answer: Updated {
-            slug: slug.to_string(),
-            version,
-        },
-        spent,
-    })
+    let answer = Updated {
+        slug: slug.to_string(),
+        version,
+    };
+    Ok(Written::spent(answer, spent))
 }
 
 /// Archives the page `target` names, for `caller`; errors as
@@ -291,13 +345,11 @@ async fn change_state(
         .store
         .change_state_expecting(id, change, now, conditions.expected_version)
         .await??;
-    Ok(Written {
-        answer: StateChanged {
-            slug: after.slug,
-            version: after.version,
-            lifecycle: after.lifecycle,
-            claimed_at: after.claimed_at,
-        },
-        spent,
-    })
+    let answer = StateChanged {
+        slug: after.slug,
+        version: after.version,
+        lifecycle: after.lifecycle,
+        claimed_at: after.claimed_at,
+    };
+    Ok(Written::spent(answer, spent))
 }

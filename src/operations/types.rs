@@ -221,8 +221,9 @@ pub fn update_page_schema() -> RefOr<Schema> {
 
 const _: () = assert!(BODY_MAX_BYTES == 262144, "the documented body maxLength");
 
-/// A page just published.
-#[derive(Debug, Serialize, ToSchema)]
+/// A page just published (kept as sent for an idempotency key's replays, hence
+/// `Deserialize`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Created {
     pub slug: String,
     /// Always 1.

@@ -20,11 +20,13 @@
 //! committed change exactly once, in order.
 
 pub mod history;
+pub mod idempotency;
 pub mod moving;
 pub mod open;
 pub mod postgres;
 mod postgres_history;
 mod postgres_history_sql;
+mod postgres_idempotency;
 pub mod sqlite;
 
 use std::any::Any;
@@ -39,6 +41,7 @@ pub use crate::page_records as records;
 pub use history::{
     PageVersion, Restored, VersionKind, VersionList, VersionMismatch, VersionSummary, WriteTerms,
 };
+pub use idempotency::{Claimed, KeyClaim, StoredAnswer};
 pub use records::{
     Candidate, CandidateRef, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
     LedgerPage, Page, PageState, PageSummary, PinRecord, StateChange, Upserted,
@@ -131,6 +134,25 @@ pub trait PageBackend: Send + Sync + 'static {
     /// old PIN stops working at the next check, on every process (PIN checks read
     /// the hash from the store each time). Not a version: title and body stay.
     fn set_pin_hash(&self, id: i64, pin_hash: String) -> StoreFuture<'_, ()>;
+
+    /// Claims an idempotency key as [`idempotency`] says, in one transaction
+    /// (with the sweep of expired rows): two processes claiming one key at once
+    /// see one [`Claimed::Fresh`].
+    fn claim_key(&self, claim: KeyClaim) -> StoreFuture<'_, Claimed>;
+
+    /// Keeps `answer` for the fresh claim of `key_hash` made at `started_at`
+    /// (state `done`); changes nothing when that claim's row is gone or was taken
+    /// over.
+    fn finish_key(
+        &self,
+        key_hash: String,
+        started_at: i64,
+        answer: StoredAnswer,
+    ) -> StoreFuture<'_, ()>;
+
+    /// Deletes the fresh claim of `key_hash` made at `started_at` while it is
+    /// still `running`, so the key can be claimed again.
+    fn release_key(&self, key_hash: String, started_at: i64) -> StoreFuture<'_, ()>;
 
     /// How many versions of page `id` are kept, and `limit` of them from
     /// `offset`, newest first.
@@ -399,6 +421,31 @@ impl PageStore {
     /// [`PageBackend::set_pin_hash`].
     pub async fn set_pin_hash(&self, id: i64, pin_hash: String) -> Result<(), PageStoreError> {
         self.observe(self.backend.set_pin_hash(id, pin_hash).await)
+    }
+
+    /// [`PageBackend::claim_key`].
+    pub async fn claim_key(&self, claim: KeyClaim) -> Result<Claimed, PageStoreError> {
+        self.timed(self.backend.claim_key(claim)).await
+    }
+
+    /// [`PageBackend::finish_key`].
+    pub async fn finish_key(
+        &self,
+        key_hash: &str,
+        started_at: i64,
+        answer: StoredAnswer,
+    ) -> Result<(), PageStoreError> {
+        self.timed(
+            self.backend
+                .finish_key(key_hash.to_owned(), started_at, answer),
+        )
+        .await
+    }
+
+    /// [`PageBackend::release_key`].
+    pub async fn release_key(&self, key_hash: &str, started_at: i64) -> Result<(), PageStoreError> {
+        self.timed(self.backend.release_key(key_hash.to_owned(), started_at))
+            .await
     }
 
     /// [`PageBackend::versions`].

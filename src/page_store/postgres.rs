@@ -22,9 +22,9 @@ use tokio_postgres::{IsolationLevel, Row};
 
 use super::postgres_history_sql;
 use super::{
-    Candidate, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage, LedgerPage, Page,
-    PageBackend, PageState, PageStoreError, PageVersion, PinRecord, Restored, StateChange,
-    StoreFuture, VersionList, VersionMismatch, WriteTerms,
+    Candidate, ChangedPages, Claimed, CreateRefused, Created, ImportCounts, ImportPage, KeyClaim,
+    LedgerPage, Page, PageBackend, PageState, PageStoreError, PageVersion, PinRecord, Restored,
+    StateChange, StoreFuture, StoredAnswer, VersionList, VersionMismatch, WriteTerms,
 };
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
 use crate::pg::{Call, CallError, Epoch, LastRead, Pg, PgError, PgSettings};
@@ -384,6 +384,23 @@ impl PageBackend for PostgresPages {
                 Ok(())
             })
         })
+    }
+
+    fn claim_key(&self, claim: KeyClaim) -> StoreFuture<'_, Claimed> {
+        self.claim_key_kept(claim)
+    }
+
+    fn finish_key(
+        &self,
+        key_hash: String,
+        started_at: i64,
+        answer: StoredAnswer,
+    ) -> StoreFuture<'_, ()> {
+        self.finish_key_kept(key_hash, started_at, answer)
+    }
+
+    fn release_key(&self, key_hash: String, started_at: i64) -> StoreFuture<'_, ()> {
+        self.release_key_kept(key_hash, started_at)
     }
 
     fn versions(&self, id: i64, offset: i64, limit: i64) -> StoreFuture<'_, VersionList> {

@@ -30,6 +30,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0004_page_history",
         include_str!("../../migrations/postgres/0004_page_history.sql"),
     ),
+    (
+        5,
+        "0005_idempotency_keys",
+        include_str!("../../migrations/postgres/0005_idempotency_keys.sql"),
+    ),
 ];
 
 /// The advisory lock key of a migration run (any constant of our own).

@@ -35,6 +35,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0005_page_history",
         include_str!("../../migrations/0005_page_history.sql"),
     ),
+    (
+        6,
+        "0006_idempotency_keys",
+        include_str!("../../migrations/0006_idempotency_keys.sql"),
+    ),
 ];
 
 /// The budget database's migrations, in order: (version, name, SQL).

@@ -10,6 +10,7 @@ mod errors;
 mod forwarded;
 mod head;
 mod history;
+mod idempotency;
 mod lifecycle;
 mod openapi;
 mod other_writers;

@@ -1,7 +1,8 @@
 //! Contract suites: the behaviour each seam promises, written once and run against
 //! every backend behind it (the model is tantivy's `directory/tests.rs`).
 //!
-//! - [`page_store`]: [`agent_pages::page_store::PageStore`] on SQLite and PostgreSQL.
+//! - [`page_store`]: [`agent_pages::page_store::PageStore`] on SQLite and PostgreSQL;
+//!   [`page_history`] and [`idempotency`] its history and idempotency keys.
 //! - [`budget`]: [`agent_pages::budget::store::BudgetStore`] on SQLite, PostgreSQL
 //!   and Redis.
 //!
@@ -52,6 +53,7 @@ macro_rules! contract_suite {
 
 mod backends;
 mod budget;
+mod idempotency;
 mod page_history;
 mod page_store;
 mod search_carry;

@@ -11,6 +11,7 @@ mod budgets;
 mod envelope;
 mod faces;
 mod history;
+mod idempotency;
 mod lifecycle;
 mod limits;
 mod page_text;

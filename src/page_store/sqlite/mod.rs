@@ -27,12 +27,14 @@ use futures_util::FutureExt as _;
 use rusqlite::{Connection, Transaction};
 
 pub mod history;
+pub mod idempotency;
 pub mod pages;
 
 use super::{
-    Candidate, CandidateSink, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
-    LedgerPage, Page, PageBackend, PageState, PageStoreError, PageVersion, PinRecord, Restored,
-    StateChange, StoreFuture, VersionList, VersionMismatch, WriteTerms,
+    Candidate, CandidateSink, ChangedPages, Claimed, CreateRefused, Created, ImportCounts,
+    ImportPage, KeyClaim, LedgerPage, Page, PageBackend, PageState, PageStoreError, PageVersion,
+    PinRecord, Restored, StateChange, StoreFuture, StoredAnswer, VersionList, VersionMismatch,
+    WriteTerms,
 };
 use crate::domain::{NewPage, PageBody, PageTitle};
 use crate::faults::Fault;
@@ -313,6 +315,25 @@ impl PageBackend for SqlitePages {
             .map(drop)
         })
         .boxed()
+    }
+
+    fn claim_key(&self, claim: KeyClaim) -> StoreFuture<'_, Claimed> {
+        self.write(move |tx| idempotency::claim(tx, &claim)).boxed()
+    }
+
+    fn finish_key(
+        &self,
+        key_hash: String,
+        started_at: i64,
+        answer: StoredAnswer,
+    ) -> StoreFuture<'_, ()> {
+        self.write(move |tx| idempotency::finish(tx, &key_hash, started_at, &answer))
+            .boxed()
+    }
+
+    fn release_key(&self, key_hash: String, started_at: i64) -> StoreFuture<'_, ()> {
+        self.write(move |tx| idempotency::release(tx, &key_hash, started_at))
+            .boxed()
     }
 
     fn versions(&self, id: i64, offset: i64, limit: i64) -> StoreFuture<'_, VersionList> {

@@ -18,6 +18,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use crate::http::body;
 use crate::http::rate_limit_headers::with_spent;
 use crate::operations::error::{ApiError, Problem};
+use crate::operations::idempotency::{self, Idempotency, IdempotencyKey};
 use crate::operations::pages::{self, Conditions, Target, Written};
 use crate::operations::pin_check;
 use crate::operations::types::{
@@ -113,18 +114,46 @@ pub(crate) fn conditions(req: &HttpRequest) -> Result<Conditions, ApiError> {
     crate::http::preconditions::conditions(req)
 }
 
+/// The `Idempotency-Key` of `req`, checked: `None` without one.
+///
+/// Errors: a key that breaks [`IdempotencyKey::parse`]'s rule, or the header sent
+/// more than once, as a validation error on `Idempotency-Key`.
+pub(crate) fn idempotency_key(req: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {
+    let mut values = req.headers().get_all(idempotency::HEADER);
+    let Some(first) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(ApiError::validation(
+            idempotency::HEADER,
+            "send Idempotency-Key once: one request has one key",
+        ));
+    }
+    IdempotencyKey::parse(idempotency::HEADER, first.as_bytes()).map(Some)
+}
+
 /// Publish a page.
 ///
 /// The slug is derived from the title when left out, with `-2`, `-3`, … added when
 /// another page has it; a slug given explicitly that is taken is a 409.
+///
+/// With `Idempotency-Key`, the same key and the same body bytes within 24 hours
+/// answer the first 201 again (`Idempotent-Replayed: true`, no `RateLimit`
+/// headers): nothing is published or spent again. The key is scoped to the client.
 #[utoipa::path(
     post,
     path = "/api/pages",
     tag = "pages",
     request_body = CreatePage,
+    params(
+        ("Idempotency-Key" = Option<String>, Header, description = "1–255 visible ASCII characters (0x21–0x7E), once: a publish sent again with the same key and the same body bytes within 24 hours answers the first answer again and publishes nothing (another body is 422, while the first is still running 409). Keys are this client's own; at most 1000 live at once"),
+    ),
     responses(
-        (status = 201, description = "Published", body = Created,
-            headers(("Location" = String, description = "/api/pages/{slug}")),
+        (status = 201, description = "Published, or (with `Idempotent-Replayed: true`) the first answer to this `Idempotency-Key` again", body = Created,
+            headers(
+                ("Location" = String, description = "/api/pages/{slug}"),
+                ("Idempotent-Replayed" = String, description = "`true` when this is the stored answer of an earlier request with the same `Idempotency-Key` (nothing was published or spent now, and no `RateLimit` headers are sent); absent otherwise"),
+            ),
             links(
                 ("Read" = (operation_id = "get", parameters(("slug" = "$response.body#/slug")),
                     description = "The page just published")),
@@ -136,12 +165,13 @@ pub(crate) fn conditions(req: &HttpRequest) -> Result<Conditions, ApiError> {
                     description = "Claim it with the PIN it was published with")),
             )),
         (status = 400, response = inline(InvalidBody)),
-        (status = 409, description = "The slug is taken", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The slug is taken (`/problems/conflict`), or the first request with this `Idempotency-Key` is still running (`/problems/idempotency-key-in-flight`, `Retry-After: 1`)", body = Problem, content_type = "application/problem+json"),
         (status = 413, response = inline(BodyTooLarge)),
         (status = 415, response = inline(NotJson)),
         (status = 408, response = inline(BodyTimeout)),
-        (status = 429, description = "This client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
+        (status = 422, description = "This `Idempotency-Key` came with another body in the last 24 hours (`/problems/idempotency-key-reused`): nothing was published", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "This client's publish budget is spent (`/problems/publish-rate-limited`), or it holds 1000 live idempotency keys (`/problems/too-many-idempotency-keys`, `Retry-After` until the oldest expires)", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends, or until the oldest key expires"))),
         (status = 503, response = inline(WriteUnavailable)),
     )
 )]
@@ -150,14 +180,28 @@ pub async fn create(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let input: CreatePage = body::read_json(&state.api.bodies, &req, payload).await?;
+    let key = idempotency_key(&req)?;
+    let (input, bytes): (CreatePage, _) =
+        body::read_json_bytes(&state.api.bodies, &req, payload).await?;
     let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let written = pages::publish(&state, &caller, input, conditions(&req)?).await?;
-    let mut response = HttpResponse::Created();
+    let conditions = Conditions {
+        idempotency: key.map(|key| Idempotency::of_body(key, &bytes)),
+        ..conditions(&req)?
+    };
+    drop(bytes);
+    let written = pages::publish(&state, &caller, input, conditions).await?;
+    let status = written
+        .replayed
+        .and_then(|s| actix_web::http::StatusCode::from_u16(s).ok())
+        .unwrap_or(actix_web::http::StatusCode::CREATED);
+    let mut response = HttpResponse::build(status);
     response.insert_header((
         header::LOCATION,
         format!("/api/pages/{}", written.answer.slug),
     ));
+    if written.replayed.is_some() {
+        response.insert_header((idempotency::REPLAYED_HEADER, "true"));
+    }
     Ok(spent_headers(written, response))
 }
 
@@ -256,10 +300,11 @@ pub(crate) fn spent_headers<T: serde::Serialize>(
     Written {
         answer: body,
         spent,
+        ..
     }: Written<T>,
     mut response: actix_web::HttpResponseBuilder,
 ) -> HttpResponse {
-    with_spent(response.json(body), &spent)
+    with_spent(response.json(body), spent.as_ref())
 }
 
 /// Archive a page: it leaves the ledger and search at once.

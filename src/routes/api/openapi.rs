@@ -15,6 +15,7 @@ use crate::operations::error::Problem;
 use crate::operations::history::{
     PinRotated, RestorePage, RotatePin, VersionItem, VersionList, VersionView,
 };
+use crate::operations::idempotency;
 use crate::operations::pages::MAX_PAGE;
 use crate::operations::pin_check::PIN_HEADER;
 use crate::operations::types::{
@@ -37,12 +38,17 @@ use crate::page_store::VersionKind;
             /problems/publish-rate-limited (429, with Retry-After), /problems/request-timeout \
             (408), /problems/too-many-open-bodies (503), /problems/budget-unavailable (503), \
             /problems/database-busy (503), /problems/storage-unavailable (503), \
-            /problems/version-mismatch (412, with current_version), /problems/internal (500). \
+            /problems/version-mismatch (412, with current_version), \
+            /problems/idempotency-key-reused (422), /problems/idempotency-key-in-flight (409, \
+            with Retry-After), /problems/too-many-idempotency-keys (429, with Retry-After), \
+            /problems/internal (500). \
             Page reads send ETag \"v{version}\" (strong); PUT, archive, claim and restore \
             honour If-Match (a stale tag is 412 and nothing changes; * or no header writes \
             whatever version the page is at). Every write keeps the version it made: the \
             newest PAGE_HISTORY_VERSIONS (default 100) versions of each page can be read \
-            and restored. After 10 wrong PINs in an hour (windows aligned to the \
+            and restored. POST /api/pages honours Idempotency-Key: the same key and body \
+            from the same client within 24 hours answer the first answer again with \
+            Idempotent-Replayed: true, publishing and spending nothing. After 10 wrong PINs in an hour (windows aligned to the \
             Unix epoch) a client gets 429 on every PIN-protected route until the hour ends; \
             after PIN_FAILURES_PER_PAGE_PER_HOUR (default 20) wrong PINs against one page in \
             an hour, from all clients together, every PIN check of that page is 429 for \
@@ -122,6 +128,9 @@ impl Modify for ServerRules {
                     let pattern = match (&parameter.parameter_in, parameter.name.as_str()) {
                         (ParameterIn::Path, "slug") => SLUG_PATTERN.to_owned(),
                         (ParameterIn::Header, PIN_HEADER) => types::PATTERNS.pin_header.clone(),
+                        (ParameterIn::Header, idempotency::HEADER) => {
+                            idempotency::KEY_PATTERN.to_owned()
+                        }
                         _ => continue,
                     };
                     parameter.schema = Some(RefOr::T(
