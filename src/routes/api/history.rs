@@ -6,6 +6,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::{conditions, spent_headers, target};
 use crate::http::body;
+use crate::http::preconditions::Validators;
 use crate::operations::error::{ApiError, Problem};
 use crate::operations::history::{
     self, PinRotated, RestorePage, RotatePin, VersionList, VersionView,
@@ -45,8 +46,13 @@ pub async fn versions(
 ) -> Result<HttpResponse, ApiError> {
     pin_header_fits(&req)?;
     let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let list = history::versions(&state, &caller, target(&req, &slug), &query).await?;
-    Ok(HttpResponse::Ok().json(list))
+    let listed = history::versions(&state, &caller, target(&req, &slug), &query).await?;
+    let (page, per_page) = (listed.list.page, listed.list.per_page);
+    let validators = Validators::history(listed.newest, page, per_page, state.clock.now());
+    Ok(validators
+        .pin_gated(&req)
+        .respond(&req, || async { HttpResponse::Ok().json(listed.list) })
+        .await)
 }
 
 /// Read one kept version of a page: its title and Markdown body.
@@ -78,7 +84,12 @@ pub async fn version(
     pin_header_fits(&req)?;
     let caller = crate::http::caller(&req, &state.trusted_proxies);
     let view: VersionView = history::version_view(&state, &caller, target(&req, &slug), &n).await?;
-    Ok(HttpResponse::Ok().json(view))
+    // A version never changes: its number is its tag.
+    let validators = Validators::version(view.version, Some(view.created_at), state.clock.now());
+    Ok(validators
+        .pin_gated(&req)
+        .respond(&req, || async { HttpResponse::Ok().json(view) })
+        .await)
 }
 
 /// Restore a kept version: a new version whose title and body are that version's.

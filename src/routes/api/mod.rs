@@ -16,6 +16,7 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::http::body;
+use crate::http::preconditions::Validators;
 use crate::http::rate_limit_headers::with_spent;
 use crate::operations::error::{ApiError, Problem};
 use crate::operations::pages::{self, Conditions, Target, Written};
@@ -204,9 +205,10 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let caller = crate::http::caller(&req, &state.trusted_proxies);
     let page = pages::read(&state, &caller, &slug).await?;
-    Ok(HttpResponse::Ok()
-        .insert_header((header::ETAG, crate::http::preconditions::etag(page.version)))
-        .json(page))
+    let validators = Validators::version(page.version, Some(page.updated_at), state.clock.now());
+    Ok(validators
+        .respond(&req, || async { HttpResponse::Ok().json(page) })
+        .await)
 }
 
 /// Replace a page's title and/or body.
