@@ -4,6 +4,7 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
+use super::responses::NotModified;
 use super::{conditions, spent_headers, target};
 use crate::http::body;
 use crate::http::preconditions::Validators;
@@ -29,9 +30,18 @@ use crate::state::AppState;
         ("slug" = String, Path, description = "The page's slug"),
         ListQuery,
         ("X-Page-Pin" = Option<String>, Header, description = "The page's PIN: needed only when it is archived or claimed"),
+        ("If-None-Match" = Option<String>, Header, description = "Entity tags the client holds (`\"v7\"`, `W/\"v7\"`, a list, or `*`): 304 when one matches the current `ETag` under the weak comparison"),
+        ("If-Modified-Since" = Option<String>, Header, description = "An HTTP-date: 304 when `Last-Modified` is at or before it (whole seconds); ignored with `If-None-Match`, or when it is not one HTTP-date"),
     ),
     responses(
-        (status = 200, description = "One page of the history", body = VersionList),
+        (status = 200, description = "One page of the history", body = VersionList,
+            headers(
+                ("ETag" = String, description = "`\"v{newest}-p{page}-n{per_page}\"` (strong): the newest kept version and this page of the list; a new version changes it on every page"),
+                ("Last-Modified" = String, description = "The newest kept version's time as an HTTP-date"),
+                ("Cache-Control" = String, description = "`no-cache`; `private, no-cache` when `X-Page-Pin` was sent"),
+                ("Vary" = String, description = "`X-Page-Pin`"),
+            )),
+        (status = 304, response = inline(NotModified)),
         (status = 400, description = "Bad page or per_page, or an `X-Page-Pin` that breaks the PIN rules", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No page has this slug, or it is archived or claimed and no right PIN was sent", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`)", body = Problem, content_type = "application/problem+json",
@@ -66,9 +76,18 @@ pub async fn versions(
         ("slug" = String, Path, description = "The page's slug"),
         ("version" = i64, Path, minimum = 1, description = "The version number"),
         ("X-Page-Pin" = Option<String>, Header, description = "The page's PIN: needed only when it is archived or claimed"),
+        ("If-None-Match" = Option<String>, Header, description = "Entity tags the client holds (`\"v7\"`, `W/\"v7\"`, a list, or `*`): 304 when one matches the current `ETag` under the weak comparison"),
+        ("If-Modified-Since" = Option<String>, Header, description = "An HTTP-date: 304 when `Last-Modified` is at or before it (whole seconds); ignored with `If-None-Match`, or when it is not one HTTP-date"),
     ),
     responses(
-        (status = 200, description = "The version", body = VersionView),
+        (status = 200, description = "The version", body = VersionView,
+            headers(
+                ("ETag" = String, description = "`\"v{version}\"` (strong): a version never changes"),
+                ("Last-Modified" = String, description = "The version's `created_at` as an HTTP-date"),
+                ("Cache-Control" = String, description = "`no-cache`; `private, no-cache` when `X-Page-Pin` was sent"),
+                ("Vary" = String, description = "`X-Page-Pin`"),
+            )),
+        (status = 304, response = inline(NotModified)),
         (status = 400, description = "An `X-Page-Pin` that breaks the PIN rules", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No page has this slug (or it is gone and no right PIN was sent), or its history keeps no such version", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`)", body = Problem, content_type = "application/problem+json",
