@@ -126,7 +126,7 @@ pub fn conditions(req: &HttpRequest) -> Result<Conditions, ApiError> {
     })
 }
 
-/// What a conditional read compares (RFC 9110 §8.8) and the caching headers that go
+/// What a conditional read compares (RFC 9110 section 8.8) and the caching headers that go
 /// with it, the same on its 200 and its 304: `ETag`, `Last-Modified` (when the answer
 /// has a modification time), `Cache-Control` and `Vary`.
 ///
@@ -143,7 +143,7 @@ pub struct Validators {
 }
 
 /// Every conditional read may be stored, but only reused after asking again
-/// (RFC 9111 §5.2.2.4): a page may change any second, and a 304 is cheap.
+/// (RFC 9111 section 5.2.2.4): a page may change any second, and a 304 is cheap.
 const REVALIDATE: &str = "no-cache";
 /// [`REVALIDATE`] for an answer that needed the page's PIN: no shared cache keeps it.
 const REVALIDATE_PRIVATE: &str = "private, no-cache";
@@ -153,7 +153,7 @@ impl Validators {
     /// entity tag without its quotes, `v7`) and last changed at `last_modified`
     /// (unix seconds, if known), as the app's clock says now (`now`, unix seconds):
     /// a `Last-Modified` after `now` (another replica's clock ahead of this one's)
-    /// is sent as `now`, never later than the answer's `Date` (RFC 9110 §8.8.2.1).
+    /// is sent as `now`, never later than the answer's `Date` (RFC 9110 section 8.8.2.1).
     pub fn new(opaque: impl Into<String>, last_modified: Option<i64>, now: i64) -> Self {
         Self {
             opaque: opaque.into(),
@@ -235,7 +235,7 @@ impl Validators {
         format!("\"{}\"", self.opaque)
     }
 
-    /// Whether `headers` say the client holds this answer already (RFC 9110 §13.2.2
+    /// Whether `headers` say the client holds this answer already (RFC 9110 section 13.2.2
     /// steps 3 and 4 for a GET or HEAD): `If-None-Match` when present (weak
     /// comparison; `*` matches, since the answer exists), else `If-Modified-Since`
     /// when it is one valid HTTP-date at or after `Last-Modified` (one-second
@@ -301,7 +301,7 @@ impl Validators {
 
 /// The one `If-Modified-Since` date of `headers`, in unix seconds; `None` when there
 /// is none, several, or one that is not an HTTP-date (any of the three forms of RFC
-/// 9110 §5.6.7), which RFC 9110 §13.1.3 says to ignore.
+/// 9110 section 5.6.7), which RFC 9110 section 13.1.3 says to ignore.
 fn if_modified_since(headers: &HeaderMap) -> Option<i64> {
     let mut values = headers.get_all(header::IF_MODIFIED_SINCE);
     let (Some(one), None) = (values.next(), values.next()) else {

@@ -1,4 +1,4 @@
-//! Conditional reads (issue 32 §4; RFC 9110 §13.1.2, §13.1.3, §13.2.2, §15.4.5)
+//! Conditional reads (issue 32 §4; RFC 9110 sections 13.1.2, 13.1.3, 13.2.2, 15.4.5)
 //! through real HTTP: every page and version read answers `If-None-Match` (weak
 //! comparison, `*` matching) and `If-Modified-Since` (whole seconds, ignored under
 //! `If-None-Match` or when it is no date) with a bodiless 304 that carries the 200's
