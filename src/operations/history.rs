@@ -165,6 +165,16 @@ pub fn version_url(caller: &Caller, slug: &str, version: i64) -> String {
     caller.origin.url(&format!("/p/{slug}/v/{version}"))
 }
 
+/// One page of a page's history, and the newest version kept (on any page) with
+/// its time: what a conditional read of the list compares, since every write adds a
+/// newest version, and only a write prunes (in the same transaction).
+#[derive(Debug)]
+pub struct ListedVersions {
+    pub list: VersionList,
+    /// `(version, created_at)` of the newest kept version; `None` when none is kept.
+    pub newest: Option<(i64, i64)>,
+}
+
 /// One page of the history of the page `target` names, newest first; `query`
 /// holds `page` and `per_page` as sent, under the page list's rules.
 pub async fn versions(
@@ -172,13 +182,25 @@ pub async fn versions(
     caller: &Caller,
     target: Target<'_>,
     query: &ListQuery,
-) -> Result<VersionList, ApiError> {
+) -> Result<ListedVersions, ApiError> {
     let (per_page, page) = super::pages::paging(query)?;
     let (slug, id) = readable(state, caller, target).await?;
     let offset = (page - 1) * per_page;
+    // Past the first page the newest version comes from a query of its own, made
+    // before the page's: a write between the two then leaves a tag older than the
+    // rows (the next read answers 200 again), never newer (a 304 for rows the
+    // client does not hold).
+    let newest_first = if offset > 0 {
+        let newest = state.pages.store.versions(id, 0, 1).await?;
+        Some(newest.rows.first().map(|v| (v.version, v.created_at)))
+    } else {
+        None
+    };
     let listed = state.pages.store.versions(id, offset, per_page).await?;
+    let newest =
+        newest_first.unwrap_or_else(|| listed.rows.first().map(|v| (v.version, v.created_at)));
     let total = listed.total;
-    Ok(VersionList {
+    let list = VersionList {
         versions: listed
             .rows
             .into_iter()
@@ -196,7 +218,8 @@ pub async fn versions(
         per_page,
         total,
         next_page: (offset + per_page < total).then_some(page + 1),
-    })
+    };
+    Ok(ListedVersions { list, newest })
 }
 
 /// `version` as sent in a path: a whole number from 1, else no such version (404).

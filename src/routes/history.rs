@@ -12,11 +12,15 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 
+use crate::domain::PageSlug;
+use crate::http::preconditions::Validators;
 use crate::operations::error::ApiError;
 use crate::operations::history;
+use crate::operations::history::VersionList;
 use crate::operations::pages::Target;
 use crate::operations::pin_check::PIN_HEADER;
 use crate::operations::types::ListQuery;
+use crate::page_store::PageVersion;
 use crate::routes::{error_page, render};
 use crate::state::AppState;
 use crate::templates::format_time;
@@ -114,6 +118,15 @@ pub async fn history(
         Ok(listed) => listed,
         Err(e) => return failed(&state, &req, e),
     };
+    let (page, per_page) = (listed.list.page, listed.list.per_page);
+    Validators::history(listed.newest, page, per_page, state.clock.now())
+        .html(&req)
+        .pin_gated(&req)
+        .respond(&req, || async { render_history(&state, &req, listed.list) })
+        .await
+}
+
+fn render_history(state: &AppState, req: &HttpRequest, listed: VersionList) -> HttpResponse {
     let title = match listed.versions.first() {
         Some(v) if listed.page == 1 => v.title.clone(),
         _ => listed.slug.clone(),
@@ -137,7 +150,7 @@ pub async fn history(
         prev_page: (listed.page > 1).then(|| listed.page - 1),
         next_page: listed.next_page,
     };
-    render(&state, &req, StatusCode::OK, "history.html", context)
+    render(state, req, StatusCode::OK, "history.html", context)
 }
 
 /// `GET /p/{slug}/v/{n}`.
@@ -153,6 +166,21 @@ pub async fn version(
         Ok(found) => found,
         Err(e) => return failed(&state, &req, e),
     };
+    let before = previous.as_ref().map(|p| p.version);
+    Validators::version_with_diff(v.version, before, v.created_at, state.clock.now())
+        .html(&req)
+        .pin_gated(&req)
+        .respond(&req, || render_version(&state, &req, slug, v, previous))
+        .await
+}
+
+async fn render_version(
+    state: &AppState,
+    req: &HttpRequest,
+    slug: PageSlug,
+    v: PageVersion,
+    previous: Option<PageVersion>,
+) -> HttpResponse {
     let old_body = previous.as_ref().map_or("", |p| p.body.as_str());
     let unchanged = previous.is_some() && old_body == v.body;
     let diff = if unchanged {
@@ -203,7 +231,7 @@ pub async fn version(
         kind: v.kind.as_str(),
         created_at: format_time(v.created_at),
     };
-    render(&state, &req, StatusCode::OK, "version.html", context)
+    render(state, req, StatusCode::OK, "version.html", context)
 }
 
 /// The HTML page for an operation's error: its status, and a sentence for it.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::PageSlug;
 use crate::faults::{self, Store};
+use crate::http::preconditions::Validators;
 use crate::page_store::{Page, PageStoreError};
 use crate::routes::{error_page, render};
 use crate::state::AppState;
@@ -125,7 +126,9 @@ fn description(title: &str, summary: &str) -> String {
 
 /// `GET /p/{slug}`: the page with its body rendered from Markdown (once per
 /// version, on a render thread: this handler awaits it without holding its worker),
-/// or the 404 page for an unknown or non-candidate slug.
+/// or the 404 page for an unknown or non-candidate slug; 304 when the request's
+/// `If-None-Match` / `If-Modified-Since` say the client holds it
+/// ([`Validators::respond`]).
 pub async fn page(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -133,52 +136,60 @@ pub async fn page(
 ) -> HttpResponse {
     match find(&state, slug.into_inner()).await {
         Ok(Some(p)) => {
-            let has_body = !p.body.trim().is_empty();
-            let rendered = state.pages.markdown.rendered(p.id, p.version, p.body).await;
-            // Titles stored before the title rules removed invisible chars are
-            // shown without them.
-            let title = shown(&p.title);
-            let context = PageContext {
-                meta_description: description(&title, &rendered.summary),
-                og_title: title.clone(),
-                page: PageView {
-                    has_body,
-                    body_html: rendered.html.clone(),
-                    slug: p.slug,
-                    title,
-                    version: p.version,
-                    updated_at: format_time(p.updated_at),
-                },
-            };
-            let version = context.page.version;
-            let mut page = render(&state, &req, StatusCode::OK, "page.html", context);
-            if page.status() == StatusCode::OK {
-                page.headers_mut().insert(
-                    actix_web::http::header::ETAG,
-                    actix_web::http::header::HeaderValue::from_str(
-                        &crate::http::preconditions::etag(version),
-                    )
-                    .expect("an entity tag is a header value"),
-                );
-            }
-            page
+            page_validators(&state, &p)
+                .html(&req)
+                .respond(&req, || render_page(&state, &req, p))
+                .await
         }
         Ok(None) => page_not_found(&state, &req),
         Err(e) => internal_error(&state, &req, e),
     }
 }
 
-/// `GET /p/{slug}/raw`: the body as `text/plain; charset=utf-8`.
+/// The validators of a page's current version (`/p/{slug}`, its raw body and the
+/// API's read): `"v{version}"`, and `Last-Modified` from its `updated_at`.
+pub fn page_validators(state: &AppState, p: &Page) -> Validators {
+    Validators::version(p.version, Some(p.updated_at), state.clock.now())
+}
+
+async fn render_page(state: &AppState, req: &HttpRequest, p: Page) -> HttpResponse {
+    let has_body = !p.body.trim().is_empty();
+    let rendered = state.pages.markdown.rendered(p.id, p.version, p.body).await;
+    // Titles stored before the title rules removed invisible chars are
+    // shown without them.
+    let title = shown(&p.title);
+    let context = PageContext {
+        meta_description: description(&title, &rendered.summary),
+        og_title: title.clone(),
+        page: PageView {
+            has_body,
+            body_html: rendered.html.clone(),
+            slug: p.slug,
+            title,
+            version: p.version,
+            updated_at: format_time(p.updated_at),
+        },
+    };
+    render(state, req, StatusCode::OK, "page.html", context)
+}
+
+/// `GET /p/{slug}/raw`: the body as `text/plain; charset=utf-8`; 304 as `/p/{slug}`.
 pub async fn raw(
     state: web::Data<AppState>,
     req: HttpRequest,
     slug: web::Path<String>,
 ) -> HttpResponse {
     match find(&state, slug.into_inner()).await {
-        Ok(Some(p)) => HttpResponse::Ok()
-            .content_type("text/plain; charset=utf-8")
-            .insert_header(("X-Content-Type-Options", "nosniff"))
-            .body(p.body),
+        Ok(Some(p)) => {
+            page_validators(&state, &p)
+                .respond(&req, || async {
+                    HttpResponse::Ok()
+                        .content_type("text/plain; charset=utf-8")
+                        .insert_header(("X-Content-Type-Options", "nosniff"))
+                        .body(p.body)
+                })
+                .await
+        }
         Ok(None) => page_not_found(&state, &req),
         Err(e) => internal_error(&state, &req, e),
     }

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod concurrency;
+mod conditional_reads;
 mod create;
 mod deadlines;
 mod errors;

@@ -40,7 +40,10 @@ mod helpers {
     }
 }
 
-// Of `tests/api/`: a write reaching search and the public views.
+// Of `tests/api/`: a write reaching search and the public views, and the
+// conditional reads of pages and versions (the stores' versions and times).
+#[path = "../api/conditional_reads.rs"]
+mod api_conditional_reads;
 #[path = "../api/lifecycle.rs"]
 mod api_lifecycle;
 #[path = "../api/search_effects.rs"]

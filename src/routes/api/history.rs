@@ -4,8 +4,10 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
+use super::responses::NotModified;
 use super::{conditions, spent_headers, target};
 use crate::http::body;
+use crate::http::preconditions::Validators;
 use crate::operations::error::{ApiError, Problem};
 use crate::operations::history::{
     self, PinRotated, RestorePage, RotatePin, VersionList, VersionView,
@@ -28,9 +30,18 @@ use crate::state::AppState;
         ("slug" = String, Path, description = "The page's slug"),
         ListQuery,
         ("X-Page-Pin" = Option<String>, Header, description = "The page's PIN: needed only when it is archived or claimed"),
+        ("If-None-Match" = Option<String>, Header, description = "Entity tags the client holds (`\"v7\"`, `W/\"v7\"`, a list, or `*`): 304 when one matches the current `ETag` under the weak comparison"),
+        ("If-Modified-Since" = Option<String>, Header, description = "An HTTP-date: 304 when `Last-Modified` is at or before it (whole seconds); ignored with `If-None-Match`, or when it is not one HTTP-date"),
     ),
     responses(
-        (status = 200, description = "One page of the history", body = VersionList),
+        (status = 200, description = "One page of the history", body = VersionList,
+            headers(
+                ("ETag" = String, description = "`\"v{newest}-p{page}-n{per_page}\"` (strong): the newest kept version and this page of the list; a new version changes it on every page"),
+                ("Last-Modified" = String, description = "The newest kept version's time as an HTTP-date"),
+                ("Cache-Control" = String, description = "`no-cache`; `private, no-cache` when `X-Page-Pin` was sent"),
+                ("Vary" = String, description = "`X-Page-Pin`"),
+            )),
+        (status = 304, response = inline(NotModified)),
         (status = 400, description = "Bad page or per_page, or an `X-Page-Pin` that breaks the PIN rules", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No page has this slug, or it is archived or claimed and no right PIN was sent", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`)", body = Problem, content_type = "application/problem+json",
@@ -45,8 +56,13 @@ pub async fn versions(
 ) -> Result<HttpResponse, ApiError> {
     pin_header_fits(&req)?;
     let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let list = history::versions(&state, &caller, target(&req, &slug), &query).await?;
-    Ok(HttpResponse::Ok().json(list))
+    let listed = history::versions(&state, &caller, target(&req, &slug), &query).await?;
+    let (page, per_page) = (listed.list.page, listed.list.per_page);
+    let validators = Validators::history(listed.newest, page, per_page, state.clock.now());
+    Ok(validators
+        .pin_gated(&req)
+        .respond(&req, || async { HttpResponse::Ok().json(listed.list) })
+        .await)
 }
 
 /// Read one kept version of a page: its title and Markdown body.
@@ -60,9 +76,18 @@ pub async fn versions(
         ("slug" = String, Path, description = "The page's slug"),
         ("version" = i64, Path, minimum = 1, description = "The version number"),
         ("X-Page-Pin" = Option<String>, Header, description = "The page's PIN: needed only when it is archived or claimed"),
+        ("If-None-Match" = Option<String>, Header, description = "Entity tags the client holds (`\"v7\"`, `W/\"v7\"`, a list, or `*`): 304 when one matches the current `ETag` under the weak comparison"),
+        ("If-Modified-Since" = Option<String>, Header, description = "An HTTP-date: 304 when `Last-Modified` is at or before it (whole seconds); ignored with `If-None-Match`, or when it is not one HTTP-date"),
     ),
     responses(
-        (status = 200, description = "The version", body = VersionView),
+        (status = 200, description = "The version", body = VersionView,
+            headers(
+                ("ETag" = String, description = "`\"v{version}\"` (strong): a version never changes"),
+                ("Last-Modified" = String, description = "The version's `created_at` as an HTTP-date"),
+                ("Cache-Control" = String, description = "`no-cache`; `private, no-cache` when `X-Page-Pin` was sent"),
+                ("Vary" = String, description = "`X-Page-Pin`"),
+            )),
+        (status = 304, response = inline(NotModified)),
         (status = 400, description = "An `X-Page-Pin` that breaks the PIN rules", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No page has this slug (or it is gone and no right PIN was sent), or its history keeps no such version", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`)", body = Problem, content_type = "application/problem+json",
@@ -78,7 +103,12 @@ pub async fn version(
     pin_header_fits(&req)?;
     let caller = crate::http::caller(&req, &state.trusted_proxies);
     let view: VersionView = history::version_view(&state, &caller, target(&req, &slug), &n).await?;
-    Ok(HttpResponse::Ok().json(view))
+    // A version never changes: its number is its tag.
+    let validators = Validators::version(view.version, Some(view.created_at), state.clock.now());
+    Ok(validators
+        .pin_gated(&req)
+        .respond(&req, || async { HttpResponse::Ok().json(view) })
+        .await)
 }
 
 /// Restore a kept version: a new version whose title and body are that version's.

@@ -16,6 +16,7 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::http::body;
+use crate::http::preconditions::Validators;
 use crate::http::rate_limit_headers::with_spent;
 use crate::operations::error::{ApiError, Problem};
 use crate::operations::idempotency::{self, Idempotency, IdempotencyKey};
@@ -26,7 +27,7 @@ use crate::operations::types::{
 };
 use crate::state::AppState;
 use responses::{
-    BodyTimeout, BodyTooLarge, InvalidBody, NotJson, PinOrPublishLimited, PinRefused,
+    BodyTimeout, BodyTooLarge, InvalidBody, NotJson, NotModified, PinOrPublishLimited, PinRefused,
     VersionMismatch, WriteUnavailable,
 };
 
@@ -229,15 +230,26 @@ pub async fn list(
 
 /// Read a published page.
 ///
-/// Archived and claimed pages are 404 here, as on `/p/{slug}`.
+/// Archived and claimed pages are 404 here, as on `/p/{slug}`. A conditional read
+/// (`If-None-Match`, `If-Modified-Since`) of a page that is there is 304 while the
+/// client's copy is current.
 #[utoipa::path(
     get,
     path = "/api/pages/{slug}",
     tag = "pages",
-    params(("slug" = String, Path, description = "The page's slug")),
+    params(
+        ("slug" = String, Path, description = "The page's slug"),
+        ("If-None-Match" = Option<String>, Header, description = "Entity tags the client holds (`\"v7\"`, `W/\"v7\"`, a list, or `*`): 304 when one matches the current `ETag` under the weak comparison"),
+        ("If-Modified-Since" = Option<String>, Header, description = "An HTTP-date: 304 when `Last-Modified` is at or before it (whole seconds); ignored with `If-None-Match`, or when it is not one HTTP-date"),
+    ),
     responses(
         (status = 200, description = "The page", body = PageView,
-            headers(("ETag" = String, description = "`\"v{version}\"` (strong): send it back in `If-Match` to write only this version"))),
+            headers(
+                ("ETag" = String, description = "`\"v{version}\"` (strong): send it back in `If-Match` to write only this version, or in `If-None-Match` to be answered 304 while it is current"),
+                ("Last-Modified" = String, description = "The page's `updated_at` as an HTTP-date"),
+                ("Cache-Control" = String, description = "`no-cache`: a copy may be kept, and asked about again before each use"),
+            )),
+        (status = 304, response = inline(NotModified)),
         (status = 404, description = "No published page has this slug", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -248,9 +260,10 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let caller = crate::http::caller(&req, &state.trusted_proxies);
     let page = pages::read(&state, &caller, &slug).await?;
-    Ok(HttpResponse::Ok()
-        .insert_header((header::ETAG, crate::http::preconditions::etag(page.version)))
-        .json(page))
+    let validators = Validators::version(page.version, Some(page.updated_at), state.clock.now());
+    Ok(validators
+        .respond(&req, || async { HttpResponse::Ok().json(page) })
+        .await)
 }
 
 /// Replace a page's title and/or body.

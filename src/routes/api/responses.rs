@@ -67,3 +67,28 @@ problem_responses! {
     WriteUnavailable => "The request budget cannot be checked right now (`/problems/budget-unavailable`, retry after 1 s), the database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written",
         retry_after: "Seconds to wait before retrying";
 }
+
+/// 304 of a conditional read (`If-None-Match` / `If-Modified-Since`): no body, the
+/// headers the 200 would carry.
+pub struct NotModified;
+
+impl<'r> ToResponse<'r> for NotModified {
+    fn response() -> (&'r str, RefOr<Response>) {
+        let header = |description: &str| {
+            HeaderBuilder::new()
+                .schema(String::schema())
+                .description(Some(description))
+                .build()
+        };
+        let response = ResponseBuilder::new()
+            .description(
+                "Not modified: `If-None-Match` matches the current `ETag` (weak comparison, or `*`), or, without `If-None-Match`, `If-Modified-Since` is at or after `Last-Modified`; no body",
+            )
+            .header("ETag", header("As the 200 would send it"))
+            .header("Last-Modified", header("As the 200 would send it"))
+            .header("Cache-Control", header("As the 200 would send it: `no-cache` (`private, no-cache` when `X-Page-Pin` was sent)"))
+            .header("Vary", header("As the 200 would send it"))
+            .build();
+        ("NotModified", response.into())
+    }
+}
