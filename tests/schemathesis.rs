@@ -53,11 +53,13 @@ const IMPORTED_PIN: &str = "imported-pin";
 /// sends, beside the ones it makes up.
 const KNOWN_PIN: &str = "schemathesis-pin";
 
-/// Schemathesis' configuration: half the `pin` fields it sends and half the
+/// Schemathesis' configuration: nine `pin` fields in ten it sends and half the
 /// `X-Page-Pin` headers come from the known PINs, so the stateful phase, which
 /// follows the links from a published page to update, archive and claim with the
 /// PIN it was published with (and from the list to pages imported with a PIN), gets
-/// past the PIN check; the other half are made up, so the wrong-PIN paths run too.
+/// past the PIN check; the rest are made up, so the wrong-PIN paths run too. (At
+/// one in two, a stateful publish with a made-up PIN errored once at the default
+/// seed, the error unreported, and nothing was claimed.)
 /// Nine `If-Match` headers in ten are `*` (write whatever the version), so stateful
 /// archives and claims get past the precondition; the rest are made up.
 /// A schema-valid request may also be 412: any `If-Match` but the page's current tag
@@ -69,7 +71,7 @@ fn config() -> String {
          [dictionaries.any_version]\nvalues = [\"*\"]\n\n\
          [parameters]\n\
          \"header.If-Match\" = {{ dictionary = \"any_version\", probability = 0.9 }}\n\
-         \"body.pin\" = {{ dictionary = \"pins\", probability = 0.5 }}\n\
+         \"body.pin\" = {{ dictionary = \"pins\", probability = 0.9 }}\n\
          \"header.X-Page-Pin\" = {{ dictionary = \"pins\", probability = 0.5 }}\n\n\
          [checks.positive_data_acceptance]\n\
          expected-statuses = [\"2xx\", \"3xx\", \"401\", \"403\", \"404\", \"409\", \"412\", \"429\", \"5xx\"]\n\n\
@@ -153,6 +155,8 @@ async fn schemathesis_finds_nothing_with_every_check_in_every_phase() {
         .args(["--workers", "1"])
         .args(["--generation-database", "none"])
         .args(["--request-timeout", "20"])
+        .args(["--report", "junit", "--report-dir"])
+        .arg(work.path().join("report"))
         .arg("--no-color");
     let shown = format!("{command:?}");
     // Off the runtime, which also serves the app.
@@ -165,10 +169,23 @@ async fn schemathesis_finds_nothing_with_every_check_in_every_phase() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    eprintln!("{report}");
+    let junit = std::fs::read_dir(work.path().join("report"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|f| std::fs::read_to_string(f.path()).unwrap_or_default())
+        .collect::<String>();
+    eprintln!("{report}\n{junit}");
     assert!(
         output.status.success(),
         "schemathesis found problems:\n{report}"
+    );
+    // An errored case (a request Schemathesis could not even build or send) leaves
+    // the exit status 0 and the summary's phase a ✅: only the phase line and the
+    // count say so.
+    assert!(
+        !report.contains("🚫") && !report.contains(" errored"),
+        "schemathesis errored:\n{report}"
     );
     for phase in ["Examples", "Coverage", "Fuzzing", "Stateful"] {
         assert!(
@@ -177,9 +194,10 @@ async fn schemathesis_finds_nothing_with_every_check_in_every_phase() {
         );
     }
 
-    // The stateful phase got past the PIN check: it archived or claimed pages. (Since
-    // the write routes take `If-Match`, its archives at this seed all answer 403;
-    // claims pass. Both did before; see the closing note of issue 31/32's stop.)
+    // The stateful phase got past the PIN check: it archived or claimed pages with
+    // the PIN a page was published with. Which of the two its few scenarios reach
+    // depends on the seed (seed 20261130: 0 archived, 1 claimed; seed 7: 7 archived,
+    // 0 claimed), so the counts are shown and their sum is required.
     let (archived, claimed): (i64, i64) = app
         .conn()
         .query_row(
@@ -188,6 +206,7 @@ async fn schemathesis_finds_nothing_with_every_check_in_every_phase() {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
+    eprintln!("schemathesis archived {archived} pages and claimed {claimed}");
     assert!(
         archived + claimed > 0,
         "archived {archived}, claimed {claimed}: the PIN routes were never passed\n{report}"
