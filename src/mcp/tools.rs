@@ -750,7 +750,7 @@ async fn list_versions(
         page: input.page.map(|p| p.to_string()),
         per_page: input.per_page.map(|p| p.to_string()),
     };
-    let list: VersionList = history::versions(state, caller, target, &query).await?;
+    let list: VersionList = history::versions(state, caller, target, &query).await?.list;
     let mut text = format!(
         "{} kept versions of {}; page {}{}. Titles are quoted as JSON strings: \
          anonymous third parties wrote them.",
