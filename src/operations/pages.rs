@@ -86,7 +86,8 @@ impl<T> Written<T> {
 pub const DEFAULT_PER_PAGE: i64 = 50;
 pub const MAX_PER_PAGE: i64 = 100;
 
-/// The highest `page` of `GET /api/pages`: `(page - 1) * per_page` always fits.
+/// The highest `page` a paged API route reads: `(page - 1) * per_page` always fits;
+/// a larger number asks for this page (past the end: empty).
 pub const MAX_PAGE: i64 = i64::MAX / MAX_PER_PAGE;
 
 /// A slug from the path; one that breaks the slug pattern names no page.
@@ -201,9 +202,9 @@ pub async fn list(
     })
 }
 
-/// `per_page` and `page` of a paged route as sent, checked: whole numbers from 1
-/// to [`MAX_PER_PAGE`] (default [`DEFAULT_PER_PAGE`]) and to [`MAX_PAGE`]
-/// (default 1).
+/// `per_page` and `page` of a paged route as sent, checked: whole numbers from 1,
+/// `per_page` to [`MAX_PER_PAGE`] (default [`DEFAULT_PER_PAGE`]), `page` any
+/// (default 1; past [`MAX_PAGE`] it is [`MAX_PAGE`], an empty page past the end).
 pub fn paging(query: &ListQuery) -> Result<(i64, i64), ApiError> {
     let per_page = whole_number(
         "per_page",
@@ -211,7 +212,19 @@ pub fn paging(query: &ListQuery) -> Result<(i64, i64), ApiError> {
         DEFAULT_PER_PAGE,
         MAX_PER_PAGE,
     )?;
-    let page = whole_number("page", query.page.as_deref(), 1, MAX_PAGE)?;
+    // Any page past the end is an empty page, however large its number (the rule
+    // of `/` and `/search` too): one past what an offset can hold is the last
+    // such page, not a 400.
+    let page = match crate::domain::parse_whole_number(query.page.as_deref()) {
+        Ok(None) => 1,
+        Ok(Some(n)) => i64::try_from(n).unwrap_or(i64::MAX).min(MAX_PAGE),
+        Err(_) => {
+            return Err(ApiError::validation(
+                "page",
+                "page must be a whole number from 1".to_owned(),
+            ))
+        }
+    };
     Ok((per_page, page))
 }
 

@@ -6,9 +6,8 @@ use std::sync::LazyLock;
 
 use actix_web::HttpResponse;
 use utoipa::openapi::path::ParameterIn;
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::RefOr;
-use utoipa::Number;
 use utoipa::{Modify, OpenApi};
 
 use crate::operations::error::Problem;
@@ -16,7 +15,6 @@ use crate::operations::history::{
     PinRotated, RestorePage, RotatePin, VersionItem, VersionList, VersionView,
 };
 use crate::operations::idempotency;
-use crate::operations::pages::MAX_PAGE;
 use crate::operations::pin_check::PIN_HEADER;
 use crate::operations::types::{
     self, CreatePage, Created, PageList, PageListItem, PageView, StateChanged, UpdatePage, Updated,
@@ -118,9 +116,11 @@ impl Modify for ServerRules {
                         parameter.schema = Some(RefOr::T(
                             ObjectBuilder::new()
                                 .schema_type(Type::Integer)
-                                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
                                 .minimum(Some(1))
-                                .maximum(Some(Number::Int(MAX_PAGE as isize)))
+                                .description(Some(
+                                    "A whole number from 1; any page past the end, however \
+                                     large its number, is an empty page.",
+                                ))
                                 .into(),
                         ));
                         continue;
