@@ -39,7 +39,10 @@ mod helpers {
     }
 }
 
-// Of `tests/api/`: a write reaching search and the public views.
+// Of `tests/api/`: a write reaching search and the public views; idempotent
+// publishes with their rows in PostgreSQL.
+#[path = "../api/idempotency.rs"]
+mod api_idempotency;
 #[path = "../api/lifecycle.rs"]
 mod api_lifecycle;
 #[path = "../api/search_effects.rs"]
@@ -54,6 +57,7 @@ mod commands;
 mod faults;
 mod follow;
 mod forwarder;
+mod idempotency;
 mod pool;
 mod replicas;
 mod restart;
