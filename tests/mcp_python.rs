@@ -190,6 +190,7 @@ async fn the_official_python_client_uses_every_tool_over_http_and_stdio() {
         .unwrap();
     assert_eq!(
         count, 15,
-        "publish, update, stale update, wrong archive, archive: 5 a session"
+        "publish, update, stale update, wrong archive, archive: 5 a session (the \
+         publish sent again with its idempotency_key spends nothing)"
     );
 }
