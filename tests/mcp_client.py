@@ -16,6 +16,7 @@ Any surprise raises, so the process exits non-zero.
 """
 
 import asyncio
+import hashlib
 import json
 import sys
 
@@ -64,12 +65,17 @@ async def session(server, label, title, mode="auto"):
             raise AssertionError(f"tools: {sorted(names)}")
         schemas = {tool.name: tool.input_schema for tool in tools.tools}
 
-        created = ok(
-            await client.call_tool(
-                "publish_page", {"title": title, "body": "First words.", "pin": PIN}
-            ),
-            "publish_page",
+        # With an idempotency key, and again: the second call answers the first
+        # answer and spends nothing (issue 32 §3).
+        key = "session-" + hashlib.sha256(label.encode()).hexdigest()
+        publish = {"title": title, "body": "First words.", "pin": PIN, "idempotency_key": key}
+        created = ok(await client.call_tool("publish_page", publish), "publish_page")
+        replayed = ok(
+            await client.call_tool("publish_page", dict(reversed(list(publish.items())))),
+            "publish_page again",
         )
+        if replayed != created:
+            raise AssertionError(f"a replay answered {replayed}, not {created}")
         slug = created["slug"]
         found = ok(
             await client.call_tool("search_pages", {"query": title.split()[0]}),

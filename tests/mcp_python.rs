@@ -268,7 +268,8 @@ async fn the_official_python_client_uses_every_tool_over_http_and_stdio() {
     assert_eq!(
         count,
         3 * 5 + 2 * 7,
-        "publish, update, stale update, wrong archive, archive: 5 a session; publish, \
+        "publish, update, stale update, wrong archive, archive: 5 a session (the publish \
+         sent again with its idempotency_key spends nothing); publish, \
          update, restore, rotate, update with the old PIN, update, claim: 7 a history session"
     );
 }

@@ -64,7 +64,11 @@ const KNOWN_PIN: &str = "schemathesis-pin";
 /// archives and claims get past the precondition; the rest are made up.
 /// A schema-valid request may also be 412: any `If-Match` but the page's current tag
 /// is a stale precondition (issue 32 §2), which no schema can tell; a schema-invalid
-/// one may also be 413, the body cap's refusal (`POST /api/pages` lists it).
+/// one may also be 413, the body cap's refusal (`POST /api/pages` lists it). A
+/// schema-valid publish may also be 422: Schemathesis sends the same
+/// `Idempotency-Key` (its short draws repeat) with other bodies, which is
+/// `/problems/idempotency-key-reused` (issue 32 §3), and no route but that one
+/// answers 422.
 fn config() -> String {
     format!(
         "[dictionaries.pins]\nvalues = [\"{KNOWN_PIN}\", \"{IMPORTED_PIN}\"]\n\n\
@@ -74,7 +78,7 @@ fn config() -> String {
          \"body.pin\" = {{ dictionary = \"pins\", probability = 0.9 }}\n\
          \"header.X-Page-Pin\" = {{ dictionary = \"pins\", probability = 0.5 }}\n\n\
          [checks.positive_data_acceptance]\n\
-         expected-statuses = [\"2xx\", \"3xx\", \"401\", \"403\", \"404\", \"409\", \"412\", \"429\", \"5xx\"]\n\n\
+         expected-statuses = [\"2xx\", \"3xx\", \"401\", \"403\", \"404\", \"409\", \"412\", \"422\", \"429\", \"5xx\"]\n\n\
          [checks.negative_data_rejection]\n\
          expected-statuses = [\"400\", \"401\", \"403\", \"404\", \"405\", \"406\", \"409\", \"413\", \"415\", \"422\", \"428\", \"429\", \"5xx\"]\n"
     )

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::spawn_app;
+use crate::helpers::{spawn_app, Reply, AGENT};
 
 /// Every route `startup::routes_config` registers under `/api`, with its methods.
 const ROUTES: [(&str, &[&str]); 9] = [
@@ -259,5 +259,47 @@ async fn every_page_number_is_documented_empty_as_absent_and_answered_so() {
         let r = app.fetch(&format!("{path}?page=&per_page=")).await;
         assert_eq!(r.status, 200, "{path}: {}", r.text);
         assert_eq!(r.json()["page"], 1, "{path}");
+    }
+}
+
+/// The idempotent publish as documented (issue 32 §3): the optional header with
+/// the key's pattern, the replay's header on 201, the 409/422/429 problems; and a
+/// key at the pattern's edges is taken or refused as the pattern says.
+#[actix_web::test]
+async fn the_idempotency_key_is_documented_as_the_server_reads_it() {
+    let app = spawn_app().await;
+    let doc: Value = app.fetch("/api/openapi.json").await.json();
+    let post = &doc["paths"]["/api/pages"]["post"];
+    let header = post["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "Idempotency-Key")
+        .expect("the Idempotency-Key parameter");
+    assert_eq!(header["in"], "header");
+    assert_ne!(header["required"], true);
+    assert_eq!(header["schema"]["pattern"], r"^[\x21-\x7E]{1,255}$");
+    assert!(post["responses"]["201"]["headers"]["Idempotent-Replayed"].is_object());
+    for (status, kind) in [
+        ("409", "idempotency-key-in-flight"),
+        ("422", "idempotency-key-reused"),
+        ("429", "too-many-idempotency-keys"),
+    ] {
+        let description = post["responses"][status]["description"].as_str().unwrap();
+        assert!(description.contains(kind), "{status}: {description}");
+    }
+    for (key, status) in [("~".repeat(255), 201), ("~".repeat(256), 400)] {
+        let r = Reply::of(
+            app.client
+                .post(app.url("/api/pages"))
+                .header("X-Forwarded-For", AGENT)
+                .header("Idempotency-Key", key)
+                .json(&serde_json::json!({"title": "Keyed"}))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(r.status, status, "{}", r.text);
     }
 }

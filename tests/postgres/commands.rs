@@ -92,7 +92,8 @@ fn migrations_run_once_however_many_processes_apply_them_at_once() {
             [Some("1".to_owned())],
             [Some("2".to_owned())],
             [Some("3".to_owned())],
-            [Some("4".to_owned())]
+            [Some("4".to_owned())],
+            [Some("5".to_owned())]
         ]
     );
     assert!(run(&["migrate"], &[("AGENT_PAGES_DATABASE_URL", &url)])

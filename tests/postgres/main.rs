@@ -44,6 +44,10 @@ mod helpers {
 // conditional reads of pages and versions (the stores' versions and times).
 #[path = "../api/conditional_reads.rs"]
 mod api_conditional_reads;
+// Of `tests/api/`: a write reaching search and the public views; idempotent
+// publishes with their rows in PostgreSQL.
+#[path = "../api/idempotency.rs"]
+mod api_idempotency;
 #[path = "../api/lifecycle.rs"]
 mod api_lifecycle;
 #[path = "../api/search_effects.rs"]
@@ -62,6 +66,7 @@ mod faults;
 mod follow;
 mod forwarder;
 mod mcp_pages_down;
+mod idempotency;
 mod pool;
 mod replicas;
 mod restart;

@@ -27,7 +27,11 @@ async fn pages_and_counters_are_in_postgresql_and_no_sqlite_file_is_made() {
                 Some("0002_rate_limit_counters".to_owned())
             ],
             [Some("3".to_owned()), Some("0003_corpus_history".to_owned())],
-            [Some("4".to_owned()), Some("0004_page_history".to_owned())]
+            [Some("4".to_owned()), Some("0004_page_history".to_owned())],
+            [
+                Some("5".to_owned()),
+                Some("0005_idempotency_keys".to_owned())
+            ]
         ]
     );
     let r = app
