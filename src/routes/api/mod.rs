@@ -334,6 +334,7 @@ pub(crate) fn spent_headers<T: serde::Serialize>(
     ),
     responses(
         (status = 200, description = "Archived", body = StateChanged),
+        (status = 400, description = "An `X-Page-Pin` that breaks the PIN rules (not UTF-8, say: a header sent in Latin-1)", body = Problem, content_type = "application/problem+json"),
         (status = 403, response = inline(PinRefused)),
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
         (status = 412, response = inline(VersionMismatch)),
@@ -365,6 +366,7 @@ pub async fn archive(
     ),
     responses(
         (status = 200, description = "Claimed", body = StateChanged),
+        (status = 400, description = "An `X-Page-Pin` that breaks the PIN rules (not UTF-8, say: a header sent in Latin-1)", body = Problem, content_type = "application/problem+json"),
         (status = 403, response = inline(PinRefused)),
         (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
         (status = 412, response = inline(VersionMismatch)),
