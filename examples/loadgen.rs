@@ -140,31 +140,40 @@ async fn write_stream(
         let created: serde_json::Value = r.json().await.expect("publish answer");
         slugs.push(created["slug"].as_str().expect("a slug").to_owned());
     }
+    // Each update is sent at its tick on a task of its own, so the rate holds while
+    // updates take longer than a tick (an argon2 PIN check each).
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
     let mut k = 0usize;
+    let mut sent = Vec::new();
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         tick.tick().await;
-        let slug = &slugs[k % slugs.len()];
-        let t = Instant::now();
-        let status = client
-            .put(format!("{url}/api/pages/{slug}"))
-            .header("X-Page-Pin", PIN)
-            .json(&serde_json::json!({
-                "title": format!("Loadgen page {k} revision {k}"),
-                // A body of about 1 KiB a version, so that a history's size shows.
-                "body": format!("Revision {k}. {}", "Written under load. ".repeat(50)),
-            }))
-            .send()
-            .await
-            .map(|r| r.status().as_u16().to_string())
-            .unwrap_or_else(|_| "error".into());
-        results
-            .lock()
-            .await
-            .entry(format!("write-{status}"))
-            .or_default()
-            .push(t.elapsed());
+        let slug = slugs[k % slugs.len()].clone();
+        let (client, url, results) = (client.clone(), url.clone(), results.clone());
+        sent.push(tokio::spawn(async move {
+            let t = Instant::now();
+            let status = client
+                .put(format!("{url}/api/pages/{slug}"))
+                .header("X-Page-Pin", PIN)
+                .json(&serde_json::json!({
+                    "title": format!("Loadgen page {k} revision {k}"),
+                    // About 1 KiB of body a version, so that a history's size shows.
+                    "body": format!("Revision {k}. {}", "Written under load. ".repeat(50)),
+                }))
+                .send()
+                .await
+                .map(|r| r.status().as_u16().to_string())
+                .unwrap_or_else(|_| "error".into());
+            results
+                .lock()
+                .await
+                .entry(format!("write-{status}"))
+                .or_default()
+                .push(t.elapsed());
+        }));
         k += 1;
+    }
+    for task in sent {
+        let _ = task.await;
     }
 }
 
