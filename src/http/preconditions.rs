@@ -200,11 +200,11 @@ impl Validators {
         }
     }
 
-    /// For an HTML answer: it differs by the visitor's theme (the `theme` cookie,
-    /// [`crate::routes::theme`]), so the tag names a chosen theme (`"v7-dark"`;
-    /// `"v7"` without a choice) and `Vary: Cookie` tells caches.
-    pub fn html(mut self, req: &HttpRequest) -> Self {
-        let theme = crate::routes::theme(req);
+    /// For an HTML answer: it differs by the visitor's `theme` (the `theme` cookie
+    /// as the route read it: `"dark"`, `"light"` or `"auto"`), so the tag names a
+    /// chosen theme (`"v7-dark"`; `"v7"` without a choice) and `Vary: Cookie` tells
+    /// caches.
+    pub fn html(mut self, theme: &str) -> Self {
         if theme != "auto" {
             self.opaque = format!("{}-{theme}", self.opaque);
         }

@@ -120,7 +120,7 @@ pub async fn history(
     };
     let (page, per_page) = (listed.list.page, listed.list.per_page);
     Validators::history(listed.newest, page, per_page, state.clock.now())
-        .html(&req)
+        .html(crate::routes::theme(&req))
         .pin_gated(&req)
         .respond(&req, || async { render_history(&state, &req, listed.list) })
         .await
@@ -168,7 +168,7 @@ pub async fn version(
     };
     let before = previous.as_ref().map(|p| p.version);
     Validators::version_with_diff(v.version, before, v.created_at, state.clock.now())
-        .html(&req)
+        .html(crate::routes::theme(&req))
         .pin_gated(&req)
         .respond(&req, || render_version(&state, &req, slug, v, previous))
         .await

@@ -137,7 +137,7 @@ pub async fn page(
     match find(&state, slug.into_inner()).await {
         Ok(Some(p)) => {
             page_validators(&state, &p)
-                .html(&req)
+                .html(crate::routes::theme(&req))
                 .respond(&req, || render_page(&state, &req, p))
                 .await
         }
