@@ -46,6 +46,18 @@ impl ReadArgs {
         self.max_chars.is_some() || self.offset.is_some()
     }
 
+    /// Cuts `body` in place to the part asked for and answers that part's
+    /// description; `None` (and `body` whole) when no part was asked for. Errors as
+    /// [`Self::cut`].
+    pub fn take_part(&self, body: &mut String) -> Result<Option<BodyPart>, ApiError> {
+        if !self.wants_part() {
+            return Ok(None);
+        }
+        let (piece, part) = self.cut(body)?;
+        *body = piece.to_owned();
+        Ok(Some(part))
+    }
+
     /// The part of `body` asked for, and where it lies.
     ///
     /// Errors: `max_chars` outside 1–[`MAX_CHARS`] or `offset` over [`MAX_CHARS`]
