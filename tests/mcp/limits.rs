@@ -103,28 +103,23 @@ async fn a_body_being_read_holds_one_of_the_open_bodies() {
     })
     .await;
     let slow = app.raw_connect(SLOW_HEAD.as_bytes()).await;
+    // Wait for the server's own count, not for a 503 by polling: a poll can reach
+    // the gate before the slow request's head has been read.
+    app.wait_until(|| app.state.api.bodies.open() == 1).await;
     // While it holds the only slot, another body is refused at once.
-    app.wait_until_async(|| async {
-        app.mcp_post(&list_message(), AGENT, Some("2025-11-25"), &[])
-            .await
-            .status
-            == 503
-    })
-    .await;
     let r = app
         .mcp_post(&list_message(), AGENT, Some("2025-11-25"), &[])
         .await;
     assert_eq!(r.status, 503, "{}", r.text);
     assert_eq!(r.json()["type"], "/problems/too-many-open-bodies");
     assert_eq!(r.headers.get("retry-after").unwrap(), "1");
+    // A client that hangs up gives its slot back.
     drop(slow);
-    app.wait_until_async(|| async {
-        app.mcp_post(&list_message(), AGENT, Some("2025-11-25"), &[])
-            .await
-            .status
-            == 200
-    })
-    .await;
+    app.wait_until(|| app.state.api.bodies.open() == 0).await;
+    let r = app
+        .mcp_post(&list_message(), AGENT, Some("2025-11-25"), &[])
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
 }
 
 /// A POST whose body never comes in full.
