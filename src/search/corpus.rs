@@ -556,16 +556,7 @@ impl Corpus {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn page(id: i64, version: i64, title: &str) -> Candidate {
-        Candidate {
-            id,
-            version,
-            slug: format!("p{id}"),
-            title: title.to_owned(),
-            updated_at: 0,
-        }
-    }
+    use crate::search::testing::page;
 
     #[test]
     fn applying_changes_gives_the_snapshot_a_fresh_build_would_give() {

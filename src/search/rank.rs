@@ -197,6 +197,7 @@ fn query_words(query: &str) -> Vec<QueryWord> {
 mod tests {
     use super::*;
     use crate::search::normalize::normalize;
+    use crate::search::testing::{demo_titles, Lcg, NEAR_QUERIES, NEAR_WORDS};
 
     fn corpus(titles: &[&str]) -> RankIndex {
         RankIndex::build(titles.iter().enumerate().map(|(i, t)| (i as i64 + 1, *t)))
@@ -349,48 +350,21 @@ mod tests {
     fn pruned_top_rows_equal_the_head_of_the_full_ranking() {
         // A deterministic pseudo-random corpus over a small vocabulary, so that
         // many titles tie or nearly tie and the bound-based pruning is exercised.
-        const VOCAB: &[&str] = &[
-            "data", "date", "tool", "tools", "for", "the", "library", "librar", "parser", "parse",
-            "json", "jsno", "fast", "a", "to", "of", "http", "client", "server", "rest",
-        ];
-        let mut state = 0x2545_f491_u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize
-        };
+        let vocab = [NEAR_WORDS, &["to", "of"]].concat();
+        let mut rng = Lcg(0x2545_f491);
         let titles: Vec<String> = (0..3000)
             .map(|_| {
-                let n = 1 + next() % 7;
-                (0..n)
-                    .map(|_| VOCAB[next() % VOCAB.len()])
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                let n = 1 + rng.below(7);
+                rng.words(&vocab, n)
             })
             .collect();
-        pruned_rows_equal_the_full_ranking(
-            &titles,
-            &[
-                "data tool",
-                "json parsre",
-                "the for a",
-                "http clinet libr",
-                "fast",
-            ],
-            &[1, 7, 50],
-        );
+        pruned_rows_equal_the_full_ranking(&titles, NEAR_QUERIES, &[1, 7, 50]);
     }
 
     /// For each of `queries`, over an index of `titles`: the rows `rank` keeps at
     /// each of `limits` are the head of the full ranking, with the same total.
     fn pruned_rows_equal_the_full_ranking(titles: &[String], queries: &[&str], limits: &[usize]) {
-        let index = RankIndex::build(
-            titles
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (i as i64, t.as_str())),
-        );
+        let index = RankIndex::numbered(titles.iter().map(String::as_str));
         for &query in queries {
             let full = rank(&index, query, usize::MAX);
             assert_eq!(full.rows.len(), full.total);
@@ -417,22 +391,15 @@ mod tests {
             "markswift",
             "cameras",
         ];
-        let mut state = 0x51ab_1e5e_u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize
-        };
+        let mut rng = Lcg(0x51ab_1e5e);
         let titles: Vec<String> = (0..6000)
             .map(|_| {
-                let mut words: Vec<&str> = (0..1 + next() % 5)
-                    .map(|_| COMMON[next() % COMMON.len()])
-                    .collect();
-                if next() % 8 == 0 {
-                    words.insert(next() % (words.len() + 1), RARE[next() % RARE.len()]);
+                let mut words: Vec<&str> =
+                    (0..1 + rng.below(5)).map(|_| *rng.pick(COMMON)).collect();
+                if rng.below(8) == 0 {
+                    words.insert(rng.below(words.len() + 1), *rng.pick(RARE));
                 }
-                if next() % 40 == 0 {
+                if rng.below(40) == 0 {
                     words.push("markswift");
                 }
                 words.join(" ")
@@ -578,23 +545,9 @@ mod tests {
     fn on_the_demo_corpus_the_top_rows_equal_the_head_of_scoring_every_title() {
         // The reference: `limit` unbounded scores every matching title (no word
         // left out of the candidates, no bound-based skipping) and sorts them.
-        use std::io::Read as _;
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(crate::import::DEMO_CORPUS_GZ)
-            .read_to_string(&mut text)
-            .unwrap();
-        let titles: Vec<String> = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter_map(|v| Some(v.get("title")?.as_str()?.to_owned()))
-            .collect();
+        let titles = demo_titles(usize::MAX);
         assert!(titles.len() > 5_000, "{}", titles.len());
-        let index = RankIndex::build(
-            titles
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (i as i64, t.as_str())),
-        );
+        let index = RankIndex::numbered(titles.iter().map(String::as_str));
         let queries = demo_queries(&titles);
         assert!(queries.len() > 100, "{}", queries.len());
         let mut pruned_something = 0;
