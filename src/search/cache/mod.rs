@@ -81,18 +81,18 @@ pub enum Answer {
 /// Decide a search's path at gate 5 (see [`Answer`]): `snapshot` is what a leader
 /// scores over (its fingerprint is `key.fingerprint`); `admission` is the request's
 /// admission permit, released at once unless this lookup leads a scoring.
+#[derive(Message)]
+#[rtype(result = "Answer")]
 pub struct Lookup {
     pub key: CacheKey,
     pub snapshot: Arc<Snapshot>,
     pub admission: OwnedSemaphorePermit,
 }
 
-impl Message for Lookup {
-    type Result = Answer;
-}
-
 /// (LRU entries, bytes they keep alive, keys being scored, requests waiting on
 /// them), for metrics and tests.
+#[derive(Message)]
+#[rtype(result = "CacheStats")]
 pub struct Stats;
 
 /// See [`Stats`].
@@ -106,22 +106,18 @@ pub struct CacheStats {
     pub waiters: usize,
 }
 
-impl Message for Stats {
-    type Result = CacheStats;
-}
-
 /// Apply the uses logged by hits to the LRU order now (sent by the hit that fills
 /// the log to [`view::TOUCH_LOG_FLUSH`]).
+#[derive(Message)]
+#[rtype(result = "()")]
 pub struct ApplyTouches;
-
-impl Message for ApplyTouches {
-    type Result = ();
-}
 
 /// The corpus moved by a known set of changed pages (sent by the corpus before it
 /// publishes the new snapshot, so every lookup of the new fingerprint comes
 /// after it): the entries of the old fingerprint that the move cannot affect
 /// are carried to the new one, the others checked are dropped (see [`carry`]).
+#[derive(Message)]
+#[rtype(result = "Carried")]
 pub struct Carry(pub Move);
 
 /// What one [`Carry`] did, in entries of the old fingerprint.
@@ -136,17 +132,11 @@ pub struct Carried {
     pub unchecked: usize,
 }
 
-impl Message for Carry {
-    type Result = Carried;
-}
-
 /// Evict least recently used entries until the bytes held are under the bound
 /// (sent by the growth of an entry that took them past it).
+#[derive(Message)]
+#[rtype(result = "()")]
 pub struct Trim;
-
-impl Message for Trim {
-    type Result = ();
-}
 
 /// The actor. Build it with [`Cache::new`] and start it on an actix arbiter.
 pub struct Cache {
