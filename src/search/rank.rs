@@ -211,6 +211,13 @@ mod tests {
             .collect()
     }
 
+    /// Asserts that each `(query, page)`'s first row is that page.
+    fn assert_first(index: &RankIndex, cases: &[(&str, i64)]) {
+        for &(query, page) in cases {
+            assert_eq!(ids(index, query).first(), Some(&page), "{query:?}");
+        }
+    }
+
     const TITLES: &[&str] = &[
         "Kubernetes deployment guide",   // 1
         "Kubernetes operators in depth", // 2
@@ -228,8 +235,10 @@ mod tests {
     fn a_misspelled_word_finds_the_intended_title_first() {
         let index = corpus(TITLES);
         assert_eq!(ids(&index, "kubrenetes")[..2], [1, 2]);
-        assert_eq!(ids(&index, "kubrenetes deploymnet")[0], 1);
-        assert_eq!(ids(&index, "query dnsbl sdervers")[0], 5);
+        assert_first(
+            &index,
+            &[("kubrenetes deploymnet", 1), ("query dnsbl sdervers", 5)],
+        );
     }
 
     #[test]
@@ -243,13 +252,18 @@ mod tests {
     #[test]
     fn the_last_word_matches_as_a_prefix() {
         let index = corpus(TITLES);
-        assert_eq!(ids(&index, "cursor managem")[0], 4);
-        assert_eq!(ids(&index, "kubernetes dep")[0], 1);
-        // An unfinished word of 5+ chars may hold a typo too.
-        assert_eq!(ids(&index, "kubernetes deplyo")[0], 1);
+        assert_first(
+            &index,
+            &[
+                ("cursor managem", 4),
+                ("kubernetes dep", 1),
+                // An unfinished word of 5+ chars may hold a typo too.
+                ("kubernetes deplyo", 1),
+                ("cooking gui", 10),
+            ],
+        );
         // A shorter one must be typed right: "dpe" is no head of "deploy…".
         assert_eq!(rank(&index, "dpe", 50).total, 0);
-        assert_eq!(ids(&index, "cooking gui")[0], 10);
         // Only the last word is a prefix: in front, "managem" is a typo budget
         // away from nothing, so only "cursor" counts.
         let front = rank(&index, "managem cursor", 50);
@@ -446,12 +460,17 @@ mod tests {
     #[test]
     fn a_one_word_joined_query_finds_the_title_that_writes_it_apart() {
         let index = corpus(COMPOUND_TITLES);
-        assert_eq!(ids(&index, "arcadegames")[0], 1);
-        assert_eq!(ids(&index, "trivialdatabase")[0], 2);
-        // The parts need not be adjacent, only both present.
-        assert_eq!(ids(&index, "typegenerator")[0], 3);
-        // The last word may be unfinished after the cut too.
-        assert_eq!(ids(&index, "arcadegam")[0], 1);
+        assert_first(
+            &index,
+            &[
+                ("arcadegames", 1),
+                ("trivialdatabase", 2),
+                // The parts need not be adjacent, only both present.
+                ("typegenerator", 3),
+                // The last word may be unfinished after the cut too.
+                ("arcadegam", 1),
+            ],
+        );
     }
 
     #[test]
@@ -463,10 +482,15 @@ mod tests {
     #[test]
     fn two_query_words_match_the_title_word_that_joins_them() {
         let index = corpus(COMPOUND_TITLES);
-        assert_eq!(ids(&index, "a json lint plugin")[0], 6);
-        assert_eq!(ids(&index, "a code mirror mode")[0], 7);
-        // Joined, they get the typo budget of the longer word.
-        assert_eq!(ids(&index, "a code mirorr mode")[0], 7);
+        assert_first(
+            &index,
+            &[
+                ("a json lint plugin", 6),
+                ("a code mirror mode", 7),
+                // Joined, they get the typo budget of the longer word.
+                ("a code mirorr mode", 7),
+            ],
+        );
         // A join that is only the longer part under a typo does not count: "a"
         // + "json" is one edit from "json", which is already matched alone.
         let result = rank(&index, "a json", 50);

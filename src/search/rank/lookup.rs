@@ -259,15 +259,20 @@ mod tests {
         out
     }
 
-    /// [`lookup`]'s hits, sorted, as `(word, quality bits, edits)`.
-    fn looked_up(index: &RankIndex, query: &QueryWord) -> Vec<(u32, u32, u8)> {
+    /// [`lookup`]'s hits for the query word `chars` (`prefix`: the query's
+    /// unfinished last word), sorted, as `(word, quality bits, edits)`, after
+    /// asserting that they are [`every_word`]'s.
+    fn checked_lookup(index: &RankIndex, chars: Vec<char>, prefix: bool) -> Vec<(u32, u32, u8)> {
+        let query = QueryWord { chars, prefix };
         let mut got = Vec::new();
-        lookup(&index.lexicon, query, &mut got);
+        lookup(&index.lexicon, &query, &mut got);
         let mut got: Vec<(u32, u32, u8)> = got
             .iter()
             .map(|h| (h.word, h.quality.to_bits(), h.edits))
             .collect();
         got.sort_unstable();
+        let word: String = query.chars.iter().collect();
+        assert_eq!(got, every_word(index, &query), "{word:?} prefix {prefix}");
         got
     }
 
@@ -303,14 +308,7 @@ mod tests {
         let mut found = 0;
         for n in 0..800 {
             let chars: Vec<char> = word(&mut rng, 14).chars().collect();
-            let query = QueryWord {
-                chars,
-                prefix: n % 2 == 0,
-            };
-            let got = looked_up(&index, &query);
-            found += got.len();
-            let word: String = query.chars.iter().collect();
-            assert_eq!(got, every_word(&index, &query), "{word:?} {}", query.prefix);
+            found += checked_lookup(&index, chars, n % 2 == 0).len();
         }
         assert!(found > 5_000, "{found}");
     }
@@ -345,14 +343,8 @@ mod tests {
                     _ => chars.insert(k, c),
                 }
             }
-            let query = QueryWord {
-                chars,
-                prefix: rng.below(2) == 0,
-            };
-            let got = looked_up(&index, &query);
-            matched += usize::from(!got.is_empty());
-            let word: String = query.chars.iter().collect();
-            assert_eq!(got, every_word(&index, &query), "{word:?} {}", query.prefix);
+            let prefix = rng.below(2) == 0;
+            matched += usize::from(!checked_lookup(&index, chars, prefix).is_empty());
         }
         assert!(matched > 500, "{matched}");
     }
@@ -368,16 +360,7 @@ mod tests {
                 let chars: Vec<char> = word.chars().collect();
                 for typo in typos(&chars, n) {
                     for prefix in [false, true] {
-                        let query = QueryWord {
-                            chars: typo.clone(),
-                            prefix,
-                        };
-                        let word: String = typo.iter().collect();
-                        assert_eq!(
-                            looked_up(&index, &query),
-                            every_word(&index, &query),
-                            "{word:?} prefix {prefix}"
-                        );
+                        checked_lookup(&index, typo.clone(), prefix);
                         queries += 1;
                     }
                 }
