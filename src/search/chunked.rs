@@ -15,19 +15,10 @@
 use std::sync::Arc;
 
 /// A vector of `T` in chunks of `2^BITS` elements (all full but the last).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ChunkedVec<T, const BITS: u32> {
     chunks: Vec<Arc<Vec<T>>>,
     len: usize,
-}
-
-impl<T, const BITS: u32> Default for ChunkedVec<T, BITS> {
-    fn default() -> Self {
-        Self {
-            chunks: Vec::new(),
-            len: 0,
-        }
-    }
 }
 
 impl<T: Clone, const BITS: u32> ChunkedVec<T, BITS> {
@@ -189,19 +180,10 @@ impl<T: Copy> ListChunk<T> {
 
 /// A sequence of short lists of `T` (a title's words, a word's chars), indexed
 /// from 0, in chunks of `2^BITS` lists stored back to back.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ChunkedLists<T, const BITS: u32> {
     chunks: Vec<Arc<ListChunk<T>>>,
     len: usize,
-}
-
-impl<T, const BITS: u32> Default for ChunkedLists<T, BITS> {
-    fn default() -> Self {
-        Self {
-            chunks: Vec::new(),
-            len: 0,
-        }
-    }
 }
 
 impl<T: Copy, const BITS: u32> ChunkedLists<T, BITS> {
