@@ -14,6 +14,12 @@
 
 use std::sync::Arc;
 
+/// Element `i`'s chunk and its place in that chunk, in chunks of `2^BITS`.
+#[inline]
+const fn locate<const BITS: u32>(i: usize) -> (usize, usize) {
+    (i >> BITS, i & ((1 << BITS) - 1))
+}
+
 /// A vector of `T` in chunks of `2^BITS` elements (all full but the last).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ChunkedVec<T, const BITS: u32> {
@@ -46,12 +52,14 @@ impl<T: Clone, const BITS: u32> ChunkedVec<T, BITS> {
 
     /// Element `i`; panics past the end, like a slice.
     pub fn get(&self, i: usize) -> &T {
-        &self.chunks[i >> BITS][i & (Self::CHUNK - 1)]
+        let (c, k) = locate::<BITS>(i);
+        &self.chunks[c][k]
     }
 
     /// Element `i`, for writing (its chunk copied first when shared).
     pub fn get_mut(&mut self, i: usize) -> &mut T {
-        &mut Arc::make_mut(&mut self.chunks[i >> BITS])[i & (Self::CHUNK - 1)]
+        let (c, k) = locate::<BITS>(i);
+        &mut Arc::make_mut(&mut self.chunks[c])[k]
     }
 
     pub fn set(&mut self, i: usize, value: T) {
@@ -59,7 +67,7 @@ impl<T: Clone, const BITS: u32> ChunkedVec<T, BITS> {
     }
 
     pub fn push(&mut self, value: T) {
-        if self.len & (Self::CHUNK - 1) == 0 {
+        if locate::<BITS>(self.len).1 == 0 {
             let mut chunk = Vec::with_capacity(Self::CHUNK);
             chunk.push(value);
             self.chunks.push(Arc::new(chunk));
@@ -187,15 +195,14 @@ pub(crate) struct ChunkedLists<T, const BITS: u32> {
 }
 
 impl<T: Copy, const BITS: u32> ChunkedLists<T, BITS> {
-    const CHUNK: usize = 1 << BITS;
-
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// List `i`; panics past the end.
     pub fn get(&self, i: usize) -> &[T] {
-        self.chunks[i >> BITS].get(i & (Self::CHUNK - 1))
+        let (c, k) = locate::<BITS>(i);
+        self.chunks[c].get(k)
     }
 
     /// Appends `list` as the last list.
@@ -206,7 +213,7 @@ impl<T: Copy, const BITS: u32> ChunkedLists<T, BITS> {
     /// Appends the concatenation of `parts` as the last list (no list of its own
     /// is made first).
     pub fn push_concat(&mut self, parts: &[&[T]]) {
-        if self.len & (Self::CHUNK - 1) == 0 {
+        if locate::<BITS>(self.len).1 == 0 {
             self.chunks.push(Arc::new(ListChunk::default()));
         }
         Arc::make_mut(self.chunks.last_mut().expect("a chunk")).push_concat(parts);
@@ -224,7 +231,8 @@ impl<T: Copy, const BITS: u32> ChunkedLists<T, BITS> {
     /// Replaces list `i` with `list`. Cost: the rest of its chunk shifted (and the
     /// chunk copied first when shared).
     pub fn set(&mut self, i: usize, list: &[T]) {
-        Arc::make_mut(&mut self.chunks[i >> BITS]).set(i & (Self::CHUNK - 1), list);
+        let (c, k) = locate::<BITS>(i);
+        Arc::make_mut(&mut self.chunks[c]).set(k, list);
     }
 
     /// Releases growth slack (after a bulk build).
