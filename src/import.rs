@@ -446,29 +446,14 @@ mod tests {
     #[test]
     fn reimporting_a_changed_title_bumps_the_version_and_an_unchanged_one_does_not() {
         let (_dir, mut conn) = db();
-        import(
-            &mut conn,
-            &b"{\"slug\":\"a\",\"title\":\"One\"}\n"[..],
-            None,
-            1,
-        )
-        .unwrap();
-        let again = import(
-            &mut conn,
-            &b"{\"slug\":\"a\",\"title\":\"One\"}\n"[..],
-            None,
-            2,
-        )
-        .unwrap();
-        assert_eq!(again.unchanged, 1);
-        let changed = import(
-            &mut conn,
-            &b"{\"slug\":\"a\",\"title\":\"Two\"}\n"[..],
-            None,
-            3,
-        )
-        .unwrap();
-        assert_eq!(changed.updated, 1);
+        // Page `a` titled `title`, imported at `now`.
+        let mut import_a = |title: &str, now: i64| {
+            let line = format!("{{\"slug\":\"a\",\"title\":\"{title}\"}}\n");
+            import(&mut conn, line.as_bytes(), None, now).unwrap()
+        };
+        import_a("One", 1);
+        assert_eq!(import_a("One", 2).unchanged, 1);
+        assert_eq!(import_a("Two", 3).updated, 1);
         let page = pages::candidate_by_slug(&conn, "a").unwrap().unwrap();
         assert_eq!(
             (page.title.as_str(), page.version, page.updated_at),

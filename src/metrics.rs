@@ -9,6 +9,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use prometheus::core::Collector;
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -121,7 +122,8 @@ struct StoreMetrics {
 }
 
 impl StoreMetrics {
-    fn new(store: &str, what: &str) -> Self {
+    /// The handles of `store`, registered in `registry`.
+    fn new(registry: &Registry, store: &str, what: &str) -> Self {
         let calls = IntCounterVec::new(
             Opts::new(
                 format!("{store}_calls_total"),
@@ -139,7 +141,10 @@ impl StoreMetrics {
             &["backend"],
         )
         .expect("static metric");
-        Self { calls, seconds }
+        Self {
+            calls: registered(registry, calls),
+            seconds: registered(registry, seconds),
+        }
     }
 
     /// The handles for `backend`, its series shown at 0 before any call.
@@ -272,6 +277,15 @@ pub const BUILD_COMMIT: &str = match option_env!("AGENT_PAGES_COMMIT") {
     None => "unknown",
 };
 
+/// `metric`, registered in `registry` as well (the names are static, so a name
+/// registered twice is a bug).
+fn registered<M: Collector + Clone + 'static>(registry: &Registry, metric: M) -> M {
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("unique metric names");
+    metric
+}
+
 impl Metrics {
     /// A fresh registry with every label of `outcomes` pre-registered at 0 (so a
     /// scrape shows the full set before any traffic); see
@@ -279,15 +293,32 @@ impl Metrics {
     pub fn new(outcomes: &[String]) -> Self {
         let registry =
             Registry::new_custom(Some("agent_pages".into()), None).expect("static prefix is valid");
-        let requests = IntCounterVec::new(
-            Opts::new("search_requests_total", "Search requests by outcome."),
+        // Each metric is registered as it is made.
+        let counter = |name: &str, help: &str| {
+            registered(
+                &registry,
+                IntCounter::new(name, help).expect("static metric"),
+            )
+        };
+        let counter_vec = |name: &str, help: &str, labels: &[&str]| {
+            let metric = IntCounterVec::new(Opts::new(name, help), labels).expect("static metric");
+            registered(&registry, metric)
+        };
+        let gauge = |name: &str, help: &str| {
+            registered(&registry, IntGauge::new(name, help).expect("static metric"))
+        };
+        let gauge_vec = |name: &str, help: &str, labels: &[&str]| {
+            let metric = IntGaugeVec::new(Opts::new(name, help), labels).expect("static metric");
+            registered(&registry, metric)
+        };
+        let requests = counter_vec(
+            "search_requests_total",
+            "Search requests by outcome.",
             &["outcome"],
-        )
-        .expect("static metric");
+        );
         for outcome in outcomes {
             requests.with_label_values(&[outcome.as_str()]);
         }
-        let counter = |name: &str, help: &str| IntCounter::new(name, help).expect("static metric");
         let scoring_seconds = Histogram::with_opts(
             HistogramOpts::new(
                 "search_scoring_seconds",
@@ -301,7 +332,24 @@ impl Metrics {
             ]),
         )
         .expect("static metric");
-        let gauge = |name: &str, help: &str| IntGauge::new(name, help).expect("static metric");
+        let scoring_seconds = registered(&registry, scoring_seconds);
+        let request_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "http_request_duration_seconds",
+                "Time from a request's arrival to its answer's head, by route family and status class.",
+            )
+            .buckets(REQUEST_BUCKETS.to_vec()),
+            &["family", "outcome"],
+        )
+        .expect("static metric");
+        let request_seconds = registered(&registry, request_seconds);
+        gauge_vec(
+            "build_info",
+            "Always 1; the version and commit of this binary are its labels.",
+            &["version", "commit"],
+        )
+        .with_label_values(&[env!("CARGO_PKG_VERSION"), BUILD_COMMIT])
+        .set(1);
         let mut metrics = Self {
             requests,
             candidate_fetches: counter(
@@ -327,7 +375,7 @@ impl Metrics {
                 "search_cache_bytes",
                 "Bytes kept alive by the search result LRU's entries (results, keys, renderings).",
             ),
-            cache_carries: CarryMetrics::new(),
+            cache_carries: CarryMetrics::new().registered(&registry),
             candidates: gauge(
                 "search_candidates",
                 "Candidate pages in the current snapshot.",
@@ -348,50 +396,30 @@ impl Metrics {
                 "search_scorer_slots",
                 "Scorer slots there are (SEARCH_CONCURRENCY).",
             ),
-            request_seconds: HistogramVec::new(
-                HistogramOpts::new(
-                    "http_request_duration_seconds",
-                    "Time from a request's arrival to its answer's head, by route family and status class.",
-                )
-                .buckets(REQUEST_BUCKETS.to_vec()),
-                &["family", "outcome"],
-            )
-            .expect("static metric"),
+            request_seconds,
             request_children: Vec::new(),
-            budget_store: StoreMetrics::new("budget_store", "budget store"),
-            page_store: StoreMetrics::new("page_store", "page store"),
-            page_writes: IntCounterVec::new(
-                Opts::new(
-                    "page_writes_total",
-                    "Page publishes, updates, archives and claims by outcome (ok or the problem kind).",
-                ),
+            budget_store: StoreMetrics::new(&registry, "budget_store", "budget store"),
+            page_store: StoreMetrics::new(&registry, "page_store", "page store"),
+            page_writes: counter_vec(
+                "page_writes_total",
+                "Page publishes, updates, archives and claims by outcome (ok or the problem kind).",
                 &["operation", "outcome"],
-            )
-            .expect("static metric"),
-            pin_failures: IntCounterVec::new(
-                Opts::new(
-                    "pin_failures_total",
-                    "PIN checks that let nobody in, by why (wrong, missing, client_refused, page_refused).",
-                ),
+            ),
+            pin_failures: counter_vec(
+                "pin_failures_total",
+                "PIN checks that let nobody in, by why (wrong, missing, client_refused, page_refused).",
                 &["outcome"],
-            )
-            .expect("static metric"),
-            mcp_tool_calls: IntCounterVec::new(
-                Opts::new(
-                    "mcp_tool_calls_total",
-                    "MCP tools/call requests by tool and outcome (ok, error, unknown_tool).",
-                ),
+            ),
+            mcp_tool_calls: counter_vec(
+                "mcp_tool_calls_total",
+                "MCP tools/call requests by tool and outcome (ok, error, unknown_tool).",
                 &["tool", "outcome"],
-            )
-            .expect("static metric"),
-            ready: IntGaugeVec::new(
-                Opts::new(
-                    "ready",
-                    "1 on reason=ok when /readyz passes, else 1 on each failing check; at scrape time.",
-                ),
+            ),
+            ready: gauge_vec(
+                "ready",
+                "1 on reason=ok when /readyz passes, else 1 on each failing check; at scrape time.",
                 &["reason"],
-            )
-            .expect("static metric"),
+            ),
             registry,
         };
         metrics.request_children = ROUTE_FAMILIES
@@ -411,50 +439,6 @@ impl Metrics {
         }
         for reason in READY_REASONS {
             metrics.ready.with_label_values(&[reason]);
-        }
-        let build_info = IntGaugeVec::new(
-            Opts::new(
-                "build_info",
-                "Always 1; the version and commit of this binary are its labels.",
-            ),
-            &["version", "commit"],
-        )
-        .expect("static metric");
-        build_info
-            .with_label_values(&[env!("CARGO_PKG_VERSION"), BUILD_COMMIT])
-            .set(1);
-        for collector in [
-            Box::new(metrics.requests.clone()) as Box<dyn prometheus::core::Collector>,
-            Box::new(metrics.scoring_seconds.clone()),
-            Box::new(metrics.candidate_fetches.clone()),
-            Box::new(metrics.slots_acquired.clone()),
-            Box::new(metrics.slots_refused.clone()),
-            Box::new(metrics.slots_busy.clone()),
-            Box::new(metrics.in_flight.clone()),
-            Box::new(metrics.cache_entries.clone()),
-            Box::new(metrics.cache_bytes.clone()),
-            Box::new(metrics.cache_carries.carries.clone()),
-            Box::new(metrics.cache_carries.seconds.clone()),
-            Box::new(metrics.candidates.clone()),
-            Box::new(metrics.generation.clone()),
-            Box::new(metrics.log_lines_dropped.clone()),
-            Box::new(metrics.cache_max_bytes.clone()),
-            Box::new(metrics.slots.clone()),
-            Box::new(metrics.request_seconds.clone()),
-            Box::new(metrics.budget_store.calls.clone()),
-            Box::new(metrics.budget_store.seconds.clone()),
-            Box::new(metrics.page_store.calls.clone()),
-            Box::new(metrics.page_store.seconds.clone()),
-            Box::new(metrics.page_writes.clone()),
-            Box::new(metrics.pin_failures.clone()),
-            Box::new(metrics.mcp_tool_calls.clone()),
-            Box::new(metrics.ready.clone()),
-            Box::new(build_info),
-        ] {
-            metrics
-                .registry
-                .register(collector)
-                .expect("unique metric names");
         }
         metrics
     }
@@ -583,6 +567,14 @@ impl CarryMetrics {
         )
         .expect("static metric");
         Self { carries, seconds }
+    }
+
+    /// The same handles, registered in `registry`.
+    fn registered(self, registry: &Registry) -> Self {
+        Self {
+            carries: registered(registry, self.carries),
+            seconds: registered(registry, self.seconds),
+        }
     }
 
     /// Counts what one move did.

@@ -14,20 +14,17 @@
 
 use std::sync::Arc;
 
+/// Element `i`'s chunk and its place in that chunk, in chunks of `2^BITS`.
+#[inline]
+const fn locate<const BITS: u32>(i: usize) -> (usize, usize) {
+    (i >> BITS, i & ((1 << BITS) - 1))
+}
+
 /// A vector of `T` in chunks of `2^BITS` elements (all full but the last).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ChunkedVec<T, const BITS: u32> {
     chunks: Vec<Arc<Vec<T>>>,
     len: usize,
-}
-
-impl<T, const BITS: u32> Default for ChunkedVec<T, BITS> {
-    fn default() -> Self {
-        Self {
-            chunks: Vec::new(),
-            len: 0,
-        }
-    }
 }
 
 impl<T: Clone, const BITS: u32> ChunkedVec<T, BITS> {
@@ -55,12 +52,14 @@ impl<T: Clone, const BITS: u32> ChunkedVec<T, BITS> {
 
     /// Element `i`; panics past the end, like a slice.
     pub fn get(&self, i: usize) -> &T {
-        &self.chunks[i >> BITS][i & (Self::CHUNK - 1)]
+        let (c, k) = locate::<BITS>(i);
+        &self.chunks[c][k]
     }
 
     /// Element `i`, for writing (its chunk copied first when shared).
     pub fn get_mut(&mut self, i: usize) -> &mut T {
-        &mut Arc::make_mut(&mut self.chunks[i >> BITS])[i & (Self::CHUNK - 1)]
+        let (c, k) = locate::<BITS>(i);
+        &mut Arc::make_mut(&mut self.chunks[c])[k]
     }
 
     pub fn set(&mut self, i: usize, value: T) {
@@ -68,7 +67,7 @@ impl<T: Clone, const BITS: u32> ChunkedVec<T, BITS> {
     }
 
     pub fn push(&mut self, value: T) {
-        if self.len & (Self::CHUNK - 1) == 0 {
+        if locate::<BITS>(self.len).1 == 0 {
             let mut chunk = Vec::with_capacity(Self::CHUNK);
             chunk.push(value);
             self.chunks.push(Arc::new(chunk));
@@ -98,18 +97,27 @@ impl<T: Clone, const BITS: u32> ChunkedVec<T, BITS> {
     /// Heap bytes of the chunks and the chunk list (each shared chunk counted
     /// once per copy that holds it).
     pub fn heap_bytes(&self) -> usize {
-        self.chunks.capacity() * std::mem::size_of::<Arc<Vec<T>>>()
-            + self
-                .chunks
-                .iter()
-                .map(|c| c.capacity() * std::mem::size_of::<T>() + 2 * std::mem::size_of::<usize>())
-                .sum::<usize>()
+        chunks_heap_bytes(&self.chunks, |c| {
+            c.capacity() * std::mem::size_of::<T>() + 2 * std::mem::size_of::<usize>()
+        })
     }
 }
 
-/// One chunk of [`ChunkedLists`]: list `k` is `items[starts[k]..starts[k + 1]]`.
+/// Heap bytes of a list of shared chunks: the list, and `chunk_bytes` of each
+/// chunk (each shared chunk counted once per copy that holds it).
+pub(crate) fn chunks_heap_bytes<C>(
+    chunks: &Vec<Arc<C>>,
+    chunk_bytes: impl Fn(&C) -> usize,
+) -> usize {
+    chunks.capacity() * std::mem::size_of::<Arc<C>>()
+        + chunks.iter().map(|c| chunk_bytes(c)).sum::<usize>()
+}
+
+/// Short lists of `T` stored back to back: list `k` is
+/// `items[starts[k]..starts[k + 1]]`. One chunk of [`ChunkedLists`], and of the
+/// rank index's postings.
 #[derive(Debug, Clone)]
-struct ListChunk<T> {
+pub(crate) struct ListChunk<T> {
     starts: Vec<u32>,
     items: Vec<T>,
 }
@@ -123,35 +131,78 @@ impl<T> Default for ListChunk<T> {
     }
 }
 
+impl<T: Copy> ListChunk<T> {
+    /// List `k`; panics past the end.
+    #[inline]
+    pub fn get(&self, k: usize) -> &[T] {
+        &self.items[self.starts[k] as usize..self.starts[k + 1] as usize]
+    }
+
+    /// Appends the concatenation of `parts` as the last list.
+    pub fn push_concat(&mut self, parts: &[&[T]]) {
+        for part in parts {
+            self.items.extend_from_slice(part);
+        }
+        self.starts.push(self.items.len() as u32);
+    }
+
+    /// Appends `list`'s items to the last list.
+    pub fn extend_last(&mut self, list: &[T]) {
+        self.items.extend_from_slice(list);
+        *self.starts.last_mut().expect("a start") = self.items.len() as u32;
+    }
+
+    /// Replaces list `k` with `list`. Cost: the lists after it shifted.
+    pub fn set(&mut self, k: usize, list: &[T]) {
+        let (start, end) = (self.starts[k] as usize, self.starts[k + 1] as usize);
+        self.items.splice(start..end, list.iter().copied());
+        let grown = list.len() as i64 - (end - start) as i64;
+        if grown != 0 {
+            for s in &mut self.starts[k + 1..] {
+                *s = (i64::from(*s) + grown) as u32;
+            }
+        }
+    }
+
+    /// Applies `f` to every item of every list, in place.
+    pub fn for_each_mut(&mut self, f: impl FnMut(&mut T)) {
+        self.items.iter_mut().for_each(f);
+    }
+
+    /// Releases the items' growth slack (after a bulk build).
+    pub fn shrink_items(&mut self) {
+        self.items.shrink_to_fit();
+    }
+
+    /// Releases the growth slack of the items and of the list bounds.
+    pub fn shrink_to_fit(&mut self) {
+        self.items.shrink_to_fit();
+        self.starts.shrink_to_fit();
+    }
+
+    /// Heap bytes of the lists and their bounds.
+    pub fn heap_bytes(&self) -> usize {
+        self.items.capacity() * std::mem::size_of::<T>() + self.starts.capacity() * 4
+    }
+}
+
 /// A sequence of short lists of `T` (a title's words, a word's chars), indexed
 /// from 0, in chunks of `2^BITS` lists stored back to back.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct ChunkedLists<T, const BITS: u32> {
     chunks: Vec<Arc<ListChunk<T>>>,
     len: usize,
 }
 
-impl<T, const BITS: u32> Default for ChunkedLists<T, BITS> {
-    fn default() -> Self {
-        Self {
-            chunks: Vec::new(),
-            len: 0,
-        }
-    }
-}
-
 impl<T: Copy, const BITS: u32> ChunkedLists<T, BITS> {
-    const CHUNK: usize = 1 << BITS;
-
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// List `i`; panics past the end.
     pub fn get(&self, i: usize) -> &[T] {
-        let chunk = &self.chunks[i >> BITS];
-        let k = i & (Self::CHUNK - 1);
-        &chunk.items[chunk.starts[k] as usize..chunk.starts[k + 1] as usize]
+        let (c, k) = locate::<BITS>(i);
+        self.chunks[c].get(k)
     }
 
     /// Appends `list` as the last list.
@@ -162,14 +213,10 @@ impl<T: Copy, const BITS: u32> ChunkedLists<T, BITS> {
     /// Appends the concatenation of `parts` as the last list (no list of its own
     /// is made first).
     pub fn push_concat(&mut self, parts: &[&[T]]) {
-        if self.len & (Self::CHUNK - 1) == 0 {
+        if locate::<BITS>(self.len).1 == 0 {
             self.chunks.push(Arc::new(ListChunk::default()));
         }
-        let chunk = Arc::make_mut(self.chunks.last_mut().expect("a chunk"));
-        for part in parts {
-            chunk.items.extend_from_slice(part);
-        }
-        chunk.starts.push(chunk.items.len() as u32);
+        Arc::make_mut(self.chunks.last_mut().expect("a chunk")).push_concat(parts);
         self.len += 1;
     }
 
@@ -177,45 +224,29 @@ impl<T: Copy, const BITS: u32> ChunkedLists<T, BITS> {
     /// copied first).
     pub fn for_each_mut(&mut self, mut f: impl FnMut(&mut T)) {
         for chunk in &mut self.chunks {
-            Arc::make_mut(chunk).items.iter_mut().for_each(&mut f);
+            Arc::make_mut(chunk).for_each_mut(&mut f);
         }
     }
 
     /// Replaces list `i` with `list`. Cost: the rest of its chunk shifted (and the
     /// chunk copied first when shared).
     pub fn set(&mut self, i: usize, list: &[T]) {
-        let chunk = Arc::make_mut(&mut self.chunks[i >> BITS]);
-        let k = i & (Self::CHUNK - 1);
-        let (start, end) = (chunk.starts[k] as usize, chunk.starts[k + 1] as usize);
-        chunk.items.splice(start..end, list.iter().copied());
-        let grown = list.len() as i64 - (end - start) as i64;
-        if grown != 0 {
-            for s in &mut chunk.starts[k + 1..] {
-                *s = (i64::from(*s) + grown) as u32;
-            }
-        }
+        let (c, k) = locate::<BITS>(i);
+        Arc::make_mut(&mut self.chunks[c]).set(k, list);
     }
 
     /// Releases growth slack (after a bulk build).
     pub fn shrink_to_fit(&mut self) {
         for chunk in &mut self.chunks {
             if let Some(chunk) = Arc::get_mut(chunk) {
-                chunk.items.shrink_to_fit();
-                chunk.starts.shrink_to_fit();
+                chunk.shrink_to_fit();
             }
         }
     }
 
     /// Heap bytes, as for [`ChunkedVec::heap_bytes`].
     pub fn heap_bytes(&self) -> usize {
-        self.chunks.capacity() * std::mem::size_of::<usize>()
-            + self
-                .chunks
-                .iter()
-                .map(|c| {
-                    c.items.capacity() * std::mem::size_of::<T>() + c.starts.capacity() * 4 + 64
-                })
-                .sum::<usize>()
+        chunks_heap_bytes(&self.chunks, |c| c.heap_bytes() + 64)
     }
 }
 

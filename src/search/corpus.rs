@@ -60,13 +60,7 @@ impl Fingerprint {
 
     /// Adds the pair `(id, version)`.
     pub fn add_pair(&mut self, id: i64, version: i64) {
-        let d = Self::digest(id, version);
-        let mut carry = 0u16;
-        for i in (0..32).rev() {
-            let v = u16::from(self.0[i]) + u16::from(d[i]) + carry;
-            self.0[i] = v as u8;
-            carry = v >> 8;
-        }
+        self.add_digest(Self::digest(id, version), 1);
     }
 
     /// Takes `c`'s pair away again.
@@ -76,16 +70,17 @@ impl Fingerprint {
 
     /// Takes the pair `(id, version)` away again.
     pub fn remove_pair(&mut self, id: i64, version: i64) {
-        let d = Self::digest(id, version);
-        let mut borrow = 0i16;
+        self.add_digest(Self::digest(id, version), -1);
+    }
+
+    /// Adds `sign` (1 or -1) times `d`, modulo 2²⁵⁶: byte by byte from the least
+    /// significant, the carry (or, taking away, the borrow: -1) into the next.
+    fn add_digest(&mut self, d: [u8; 32], sign: i16) {
+        let mut carry = 0i16;
         for i in (0..32).rev() {
-            let mut v = i16::from(self.0[i]) - i16::from(d[i]) - borrow;
-            borrow = 0;
-            if v < 0 {
-                v += 256;
-                borrow = 1;
-            }
-            self.0[i] = v as u8;
+            let v = i16::from(self.0[i]) + sign * i16::from(d[i]) + carry;
+            self.0[i] = v.rem_euclid(256) as u8;
+            carry = v.div_euclid(256);
         }
     }
 }
@@ -556,16 +551,7 @@ impl Corpus {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn page(id: i64, version: i64, title: &str) -> Candidate {
-        Candidate {
-            id,
-            version,
-            slug: format!("p{id}"),
-            title: title.to_owned(),
-            updated_at: 0,
-        }
-    }
+    use crate::search::testing::page;
 
     #[test]
     fn applying_changes_gives_the_snapshot_a_fresh_build_would_give() {

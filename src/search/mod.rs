@@ -12,3 +12,5 @@ pub mod rank;
 pub mod rows;
 pub mod scorer;
 pub mod settings;
+#[cfg(test)]
+pub(crate) mod testing;

@@ -153,6 +153,13 @@ fn decode(component: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// The query string `q=<text>`, `text` percent-encoded.
+    fn query_string(text: &str) -> String {
+        let encoded =
+            percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC);
+        format!("q={encoded}")
+    }
+
     fn valid(raw: &str) -> SearchQuery {
         match SearchQuery::parse(raw) {
             Gate1::Valid(q) => q,
@@ -226,15 +233,8 @@ mod tests {
     #[test]
     fn a_query_that_nfkc_expands_past_64_chars_is_refused() {
         // U+FDFA is one char raw and 18 after NFKC; four of them make 75 (with spaces).
-        let raw = format!(
-            "q={}",
-            percent_encoding::utf8_percent_encode(
-                &"\u{FDFA}".repeat(4),
-                percent_encoding::NON_ALPHANUMERIC
-            )
-        );
         assert!(matches!(
-            SearchQuery::parse(&raw),
+            SearchQuery::parse(&query_string(&"\u{FDFA}".repeat(4))),
             Gate1::NormalizedTooLong { .. }
         ));
     }
@@ -248,13 +248,9 @@ mod tests {
 
     #[test]
     fn multibyte_queries_count_chars_not_bytes() {
-        let raw = format!(
-            "q={}",
-            percent_encoding::utf8_percent_encode(
-                &"é".repeat(64),
-                percent_encoding::NON_ALPHANUMERIC
-            )
-        );
-        assert!(matches!(SearchQuery::parse(&raw), Gate1::Valid(_)));
+        assert!(matches!(
+            SearchQuery::parse(&query_string(&"é".repeat(64))),
+            Gate1::Valid(_)
+        ));
     }
 }

@@ -197,6 +197,7 @@ fn query_words(query: &str) -> Vec<QueryWord> {
 mod tests {
     use super::*;
     use crate::search::normalize::normalize;
+    use crate::search::testing::{demo_titles, Lcg, NEAR_QUERIES, NEAR_WORDS};
 
     fn corpus(titles: &[&str]) -> RankIndex {
         RankIndex::build(titles.iter().enumerate().map(|(i, t)| (i as i64 + 1, *t)))
@@ -208,6 +209,13 @@ mod tests {
             .iter()
             .map(|r| r.page_id)
             .collect()
+    }
+
+    /// Asserts that each `(query, page)`'s first row is that page.
+    fn assert_first(index: &RankIndex, cases: &[(&str, i64)]) {
+        for &(query, page) in cases {
+            assert_eq!(ids(index, query).first(), Some(&page), "{query:?}");
+        }
     }
 
     const TITLES: &[&str] = &[
@@ -227,8 +235,10 @@ mod tests {
     fn a_misspelled_word_finds_the_intended_title_first() {
         let index = corpus(TITLES);
         assert_eq!(ids(&index, "kubrenetes")[..2], [1, 2]);
-        assert_eq!(ids(&index, "kubrenetes deploymnet")[0], 1);
-        assert_eq!(ids(&index, "query dnsbl sdervers")[0], 5);
+        assert_first(
+            &index,
+            &[("kubrenetes deploymnet", 1), ("query dnsbl sdervers", 5)],
+        );
     }
 
     #[test]
@@ -242,13 +252,18 @@ mod tests {
     #[test]
     fn the_last_word_matches_as_a_prefix() {
         let index = corpus(TITLES);
-        assert_eq!(ids(&index, "cursor managem")[0], 4);
-        assert_eq!(ids(&index, "kubernetes dep")[0], 1);
-        // An unfinished word of 5+ chars may hold a typo too.
-        assert_eq!(ids(&index, "kubernetes deplyo")[0], 1);
+        assert_first(
+            &index,
+            &[
+                ("cursor managem", 4),
+                ("kubernetes dep", 1),
+                // An unfinished word of 5+ chars may hold a typo too.
+                ("kubernetes deplyo", 1),
+                ("cooking gui", 10),
+            ],
+        );
         // A shorter one must be typed right: "dpe" is no head of "deploy…".
         assert_eq!(rank(&index, "dpe", 50).total, 0);
-        assert_eq!(ids(&index, "cooking gui")[0], 10);
         // Only the last word is a prefix: in front, "managem" is a typo budget
         // away from nothing, so only "cursor" counts.
         let front = rank(&index, "managem cursor", 50);
@@ -349,48 +364,21 @@ mod tests {
     fn pruned_top_rows_equal_the_head_of_the_full_ranking() {
         // A deterministic pseudo-random corpus over a small vocabulary, so that
         // many titles tie or nearly tie and the bound-based pruning is exercised.
-        const VOCAB: &[&str] = &[
-            "data", "date", "tool", "tools", "for", "the", "library", "librar", "parser", "parse",
-            "json", "jsno", "fast", "a", "to", "of", "http", "client", "server", "rest",
-        ];
-        let mut state = 0x2545_f491_u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize
-        };
+        let vocab = [NEAR_WORDS, &["to", "of"]].concat();
+        let mut rng = Lcg(0x2545_f491);
         let titles: Vec<String> = (0..3000)
             .map(|_| {
-                let n = 1 + next() % 7;
-                (0..n)
-                    .map(|_| VOCAB[next() % VOCAB.len()])
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                let n = 1 + rng.below(7);
+                rng.words(&vocab, n)
             })
             .collect();
-        pruned_rows_equal_the_full_ranking(
-            &titles,
-            &[
-                "data tool",
-                "json parsre",
-                "the for a",
-                "http clinet libr",
-                "fast",
-            ],
-            &[1, 7, 50],
-        );
+        pruned_rows_equal_the_full_ranking(&titles, NEAR_QUERIES, &[1, 7, 50]);
     }
 
     /// For each of `queries`, over an index of `titles`: the rows `rank` keeps at
     /// each of `limits` are the head of the full ranking, with the same total.
     fn pruned_rows_equal_the_full_ranking(titles: &[String], queries: &[&str], limits: &[usize]) {
-        let index = RankIndex::build(
-            titles
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (i as i64, t.as_str())),
-        );
+        let index = RankIndex::numbered(titles.iter().map(String::as_str));
         for &query in queries {
             let full = rank(&index, query, usize::MAX);
             assert_eq!(full.rows.len(), full.total);
@@ -417,22 +405,15 @@ mod tests {
             "markswift",
             "cameras",
         ];
-        let mut state = 0x51ab_1e5e_u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize
-        };
+        let mut rng = Lcg(0x51ab_1e5e);
         let titles: Vec<String> = (0..6000)
             .map(|_| {
-                let mut words: Vec<&str> = (0..1 + next() % 5)
-                    .map(|_| COMMON[next() % COMMON.len()])
-                    .collect();
-                if next() % 8 == 0 {
-                    words.insert(next() % (words.len() + 1), RARE[next() % RARE.len()]);
+                let mut words: Vec<&str> =
+                    (0..1 + rng.below(5)).map(|_| *rng.pick(COMMON)).collect();
+                if rng.below(8) == 0 {
+                    words.insert(rng.below(words.len() + 1), *rng.pick(RARE));
                 }
-                if next() % 40 == 0 {
+                if rng.below(40) == 0 {
                     words.push("markswift");
                 }
                 words.join(" ")
@@ -479,12 +460,17 @@ mod tests {
     #[test]
     fn a_one_word_joined_query_finds_the_title_that_writes_it_apart() {
         let index = corpus(COMPOUND_TITLES);
-        assert_eq!(ids(&index, "arcadegames")[0], 1);
-        assert_eq!(ids(&index, "trivialdatabase")[0], 2);
-        // The parts need not be adjacent, only both present.
-        assert_eq!(ids(&index, "typegenerator")[0], 3);
-        // The last word may be unfinished after the cut too.
-        assert_eq!(ids(&index, "arcadegam")[0], 1);
+        assert_first(
+            &index,
+            &[
+                ("arcadegames", 1),
+                ("trivialdatabase", 2),
+                // The parts need not be adjacent, only both present.
+                ("typegenerator", 3),
+                // The last word may be unfinished after the cut too.
+                ("arcadegam", 1),
+            ],
+        );
     }
 
     #[test]
@@ -496,10 +482,15 @@ mod tests {
     #[test]
     fn two_query_words_match_the_title_word_that_joins_them() {
         let index = corpus(COMPOUND_TITLES);
-        assert_eq!(ids(&index, "a json lint plugin")[0], 6);
-        assert_eq!(ids(&index, "a code mirror mode")[0], 7);
-        // Joined, they get the typo budget of the longer word.
-        assert_eq!(ids(&index, "a code mirorr mode")[0], 7);
+        assert_first(
+            &index,
+            &[
+                ("a json lint plugin", 6),
+                ("a code mirror mode", 7),
+                // Joined, they get the typo budget of the longer word.
+                ("a code mirorr mode", 7),
+            ],
+        );
         // A join that is only the longer part under a typo does not count: "a"
         // + "json" is one edit from "json", which is already matched alone.
         let result = rank(&index, "a json", 50);
@@ -578,23 +569,9 @@ mod tests {
     fn on_the_demo_corpus_the_top_rows_equal_the_head_of_scoring_every_title() {
         // The reference: `limit` unbounded scores every matching title (no word
         // left out of the candidates, no bound-based skipping) and sorts them.
-        use std::io::Read as _;
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(crate::import::DEMO_CORPUS_GZ)
-            .read_to_string(&mut text)
-            .unwrap();
-        let titles: Vec<String> = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter_map(|v| Some(v.get("title")?.as_str()?.to_owned()))
-            .collect();
+        let titles = demo_titles(usize::MAX);
         assert!(titles.len() > 5_000, "{}", titles.len());
-        let index = RankIndex::build(
-            titles
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (i as i64, t.as_str())),
-        );
+        let index = RankIndex::numbered(titles.iter().map(String::as_str));
         let queries = demo_queries(&titles);
         assert!(queries.len() > 100, "{}", queries.len());
         let mut pruned_something = 0;

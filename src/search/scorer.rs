@@ -43,16 +43,14 @@ pub enum ScoreError {
 
 /// Rank `query` (a match copy) over `snapshot`, keeping `limit` rows, and mark
 /// the titles of the first `highlight` of them (the first page).
+#[derive(Message)]
+#[rtype(result = "Result<Arc<SearchResult>, ScoreError>")]
 pub struct Score {
     pub slot: ScoringSlot,
     pub query: String,
     pub snapshot: Arc<Snapshot>,
     pub limit: usize,
     pub highlight: usize,
-}
-
-impl Message for Score {
-    type Result = Result<Arc<SearchResult>, ScoreError>;
 }
 
 struct Scorer {
@@ -96,13 +94,11 @@ impl Handler<Score> for Scorer {
 
 /// Readies one scorer thread's ranking buffers for `slots` title slots, then
 /// waits at `all` until every scorer thread has taken one of these.
+#[derive(Message)]
+#[rtype(result = "()")]
 struct Warm {
     slots: usize,
     all: Arc<std::sync::Barrier>,
-}
-
-impl Message for Warm {
-    type Result = ();
 }
 
 impl Handler<Warm> for Scorer {

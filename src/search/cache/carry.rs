@@ -52,13 +52,7 @@ impl Probe {
     pub fn new(moved: &Move) -> Self {
         let same_class = rank::size_class(moved.len_from) == rank::size_class(moved.len_to);
         let titles = if same_class {
-            RankIndex::build(
-                moved
-                    .titles
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| (i as i64, t.as_str())),
-            )
+            RankIndex::numbered(moved.titles.iter().map(String::as_str))
         } else {
             RankIndex::default()
         };
@@ -80,89 +74,51 @@ mod tests {
     use crate::search::corpus::{Fingerprint, Snapshot};
     use crate::search::normalize::normalize;
     use crate::search::rank::SearchResult;
+    use crate::search::testing::{page, Lcg, NEAR_QUERIES, NEAR_WORDS};
     use std::collections::{BTreeMap, HashMap};
+    use std::sync::LazyLock;
 
-    fn page(id: i64, version: i64, title: &str) -> Candidate {
-        Candidate {
-            id,
-            version,
-            slug: format!("p{id}"),
-            title: title.to_owned(),
-            updated_at: 0,
-        }
-    }
+    /// [`NEAR_WORDS`] and words that split, join and prefix each other.
+    static VOCAB: LazyLock<Vec<&str>> = LazyLock::new(|| {
+        [
+            NEAR_WORDS,
+            &[
+                "arcade",
+                "games",
+                "arcadegames",
+                "frame",
+                "work",
+                "framework",
+                "react",
+                "component",
+                "kube",
+                "vim",
+            ],
+        ]
+        .concat()
+    });
 
-    /// A small deterministic generator (the tests must not depend on a seed
-    /// chosen at run time).
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((self.0 >> 33) as usize) % n.max(1)
-        }
-    }
-
-    /// Words with typo and prefix neighbours among themselves, so that changed
-    /// titles often match some query in a way other than the plain word, and
-    /// common ones, so that rarity weights are below 1.
-    const VOCAB: &[&str] = &[
-        "data",
-        "date",
-        "tool",
-        "tools",
-        "for",
-        "the",
-        "library",
-        "librar",
-        "parser",
-        "parse",
-        "json",
-        "jsno",
-        "fast",
-        "a",
-        "http",
-        "client",
-        "server",
-        "rest",
-        "arcade",
-        "games",
-        "arcadegames",
-        "frame",
-        "work",
-        "framework",
-        "react",
-        "component",
-        "kube",
-        "vim",
-    ];
-
-    const QUERIES: &[&str] = &[
-        "data tool",
-        "json parsre",
-        "the for a",
-        "http clinet libr",
-        "fast",
-        "arcadegames",
-        "frame work",
-        "react comp",
-        "rest server",
-        "kube",
-        "vim improved",
-        "games",
-        "parser",
-        "tools for",
-    ];
+    static QUERIES: LazyLock<Vec<&str>> = LazyLock::new(|| {
+        [
+            NEAR_QUERIES,
+            &[
+                "arcadegames",
+                "frame work",
+                "react comp",
+                "rest server",
+                "kube",
+                "vim improved",
+                "games",
+                "parser",
+                "tools for",
+            ],
+        ]
+        .concat()
+    });
 
     fn title(rng: &mut Lcg) -> String {
         let n = 1 + rng.below(5);
-        (0..n)
-            .map(|_| VOCAB[rng.below(VOCAB.len())])
-            .collect::<Vec<_>>()
-            .join(" ")
+        rng.words(&VOCAB, n)
     }
 
     fn scored(s: &Snapshot, q: &str) -> SearchResult {
@@ -178,7 +134,7 @@ mod tests {
         next_id: &mut i64,
     ) -> Vec<(i64, Option<Candidate>)> {
         let ids: Vec<i64> = now.keys().copied().collect();
-        let pick = |rng: &mut Lcg| ids[rng.below(ids.len())];
+        let pick = |rng: &mut Lcg| *rng.pick(&ids);
         let writes = 1 + rng.below(3);
         let mut changes = Vec::new();
         for _ in 0..writes {
@@ -244,7 +200,7 @@ mod tests {
                 }
                 let cold = Snapshot::build(step + 2, now.values().cloned().collect());
                 assert_eq!(after.fingerprint, cold.fingerprint);
-                for q in QUERIES {
+                for q in QUERIES.iter() {
                     let (fingerprint, result) = cache.get_mut(q).unwrap();
                     if *fingerprint != snapshot.fingerprint {
                         continue;
@@ -263,7 +219,7 @@ mod tests {
                     }
                 }
                 // Dropped entries are scored again, as a miss would.
-                for q in QUERIES {
+                for q in QUERIES.iter() {
                     let entry = cache.get_mut(q).unwrap();
                     if entry.0 != after.fingerprint {
                         *entry = (after.fingerprint, scored(&after, q));

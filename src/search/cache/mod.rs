@@ -81,18 +81,18 @@ pub enum Answer {
 /// Decide a search's path at gate 5 (see [`Answer`]): `snapshot` is what a leader
 /// scores over (its fingerprint is `key.fingerprint`); `admission` is the request's
 /// admission permit, released at once unless this lookup leads a scoring.
+#[derive(Message)]
+#[rtype(result = "Answer")]
 pub struct Lookup {
     pub key: CacheKey,
     pub snapshot: Arc<Snapshot>,
     pub admission: OwnedSemaphorePermit,
 }
 
-impl Message for Lookup {
-    type Result = Answer;
-}
-
 /// (LRU entries, bytes they keep alive, keys being scored, requests waiting on
 /// them), for metrics and tests.
+#[derive(Message)]
+#[rtype(result = "CacheStats")]
 pub struct Stats;
 
 /// See [`Stats`].
@@ -106,22 +106,18 @@ pub struct CacheStats {
     pub waiters: usize,
 }
 
-impl Message for Stats {
-    type Result = CacheStats;
-}
-
 /// Apply the uses logged by hits to the LRU order now (sent by the hit that fills
 /// the log to [`view::TOUCH_LOG_FLUSH`]).
+#[derive(Message)]
+#[rtype(result = "()")]
 pub struct ApplyTouches;
-
-impl Message for ApplyTouches {
-    type Result = ();
-}
 
 /// The corpus moved by a known set of changed pages (sent by the corpus before it
 /// publishes the new snapshot, so every lookup of the new fingerprint comes
 /// after it): the entries of the old fingerprint that the move cannot affect
 /// are carried to the new one, the others checked are dropped (see [`carry`]).
+#[derive(Message)]
+#[rtype(result = "Carried")]
 pub struct Carry(pub Move);
 
 /// What one [`Carry`] did, in entries of the old fingerprint.
@@ -136,17 +132,11 @@ pub struct Carried {
     pub unchecked: usize,
 }
 
-impl Message for Carry {
-    type Result = Carried;
-}
-
 /// Evict least recently used entries until the bytes held are under the bound
 /// (sent by the growth of an entry that took them past it).
+#[derive(Message)]
+#[rtype(result = "()")]
 pub struct Trim;
-
-impl Message for Trim {
-    type Result = ();
-}
 
 /// The actor. Build it with [`Cache::new`] and start it on an actix arbiter.
 pub struct Cache {
@@ -254,12 +244,8 @@ impl Cache {
                 lru.get(&used);
             }
             for id in too_big {
-                // None: evicted already (or replaced, which evicted it).
-                if let Some(key) = lru.remove(&id) {
-                    if let Some(gone) = entries.remove(&key) {
-                        gone.entry.release();
-                    }
-                }
+                // Not there: evicted already (or replaced, which evicted it).
+                remove(lru, entries, id);
             }
             evict(lru, entries, |_| bytes.over());
         });
@@ -301,10 +287,7 @@ impl Cache {
                 lru.get(&used);
             }
             for id in drop {
-                if let Some(key) = lru.remove(&id) {
-                    if let Some(gone) = entries.remove(&key) {
-                        gone.entry.release();
-                    }
+                if remove(lru, entries, id) {
                     done.dropped += 1;
                 }
             }
@@ -360,9 +343,24 @@ fn evict(
         let Some((_, evicted)) = lru.remove_lru() else {
             break;
         };
-        if let Some(gone) = entries.remove(&evicted) {
-            gone.entry.release();
-        }
+        release(entries, &evicted);
+    }
+}
+
+/// Removes entry `id` from `lru` and `entries`, releasing its bytes; false when
+/// `lru` no longer had it.
+fn remove(lru: &mut LruCache<u64, CacheKey>, entries: &mut view::Entries, id: u64) -> bool {
+    let Some(key) = lru.remove(&id) else {
+        return false;
+    };
+    release(entries, &key);
+    true
+}
+
+/// Takes `key`'s published entry out of `entries` and releases its bytes.
+fn release(entries: &mut view::Entries, key: &CacheKey) {
+    if let Some(gone) = entries.remove(key) {
+        gone.entry.release();
     }
 }
 
@@ -444,39 +442,29 @@ impl Handler<Lookup> for Cache {
     }
 }
 
-impl Handler<ApplyTouches> for Cache {
-    type Result = ();
+/// Handlers of the messages the cache answers with one call each, as
+/// `Message => |cache, message| answer;`.
+macro_rules! answered_by_one_call {
+    ($($message:ident => |$cache:ident, $msg:pat_param| $answer:expr;)*) => {$(
+        impl Handler<$message> for Cache {
+            type Result = MessageResult<$message>;
 
-    fn handle(&mut self, _: ApplyTouches, _: &mut Self::Context) {
-        self.apply_touches();
-    }
+            fn handle(&mut self, $msg: $message, _: &mut Self::Context) -> Self::Result {
+                let $cache = self;
+                MessageResult($answer)
+            }
+        }
+    )*};
 }
 
-impl Handler<Carry> for Cache {
-    type Result = MessageResult<Carry>;
-
-    fn handle(&mut self, msg: Carry, _: &mut Self::Context) -> Self::Result {
-        MessageResult(self.carry(&msg.0))
-    }
-}
-
-impl Handler<Trim> for Cache {
-    type Result = ();
-
-    fn handle(&mut self, _: Trim, _: &mut Self::Context) {
-        self.trim();
-    }
-}
-
-impl Handler<Stats> for Cache {
-    type Result = MessageResult<Stats>;
-
-    fn handle(&mut self, _: Stats, _: &mut Self::Context) -> Self::Result {
-        MessageResult(CacheStats {
-            entries: self.lru.len(),
-            bytes: self.view.bytes().held(),
-            flights: self.flights.len(),
-            waiters: self.flights.values().map(Vec::len).sum(),
-        })
-    }
+answered_by_one_call! {
+    ApplyTouches => |cache, _| cache.apply_touches();
+    Carry => |cache, Carry(moved)| cache.carry(&moved);
+    Trim => |cache, _| cache.trim();
+    Stats => |cache, _| CacheStats {
+        entries: cache.lru.len(),
+        bytes: cache.view.bytes().held(),
+        flights: cache.flights.len(),
+        waiters: cache.flights.values().map(Vec::len).sum(),
+    };
 }

@@ -87,12 +87,7 @@ pub fn marks(title: &str, query: &str) -> Marks {
     if words.is_empty() || pieces.is_empty() {
         return Marks::default();
     }
-    let index = RankIndex::build(
-        pieces
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (i as i64, &title[r.clone()])),
-    );
+    let index = RankIndex::numbered(pieces.iter().map(|r| &title[r.clone()]));
     let matches = gather::match_words(&index, &words);
 
     let mut marks = vec![Mark::None; pieces.len()];
@@ -332,6 +327,7 @@ fn head_end(title: &str, piece: Range<usize>, word: &[char], head: usize) -> usi
 mod tests {
     use super::*;
     use crate::search::rank::rank;
+    use crate::search::testing::Lcg;
 
     /// The highlighted substrings of `title` for the (raw) query `query`.
     fn marked<'a>(title: &'a str, query: &str) -> Vec<&'a str> {
@@ -615,34 +611,28 @@ mod tests {
             ".",
             "'",
         ];
-        let mut state = 0x9e37_79b9_u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize
-        };
+        let mut rng = Lcg(0x9e37_79b9);
         let (mut found, mut missed) = (0, 0);
         for _ in 0..1500 {
-            let n = 1 + next() % 8;
-            let title: String = (0..n).map(|_| PARTS[next() % PARTS.len()]).collect();
+            let n = 1 + rng.below(8);
+            let title: String = (0..n).map(|_| *rng.pick(PARTS)).collect();
             assert_pieces_cover_the_title_words(&title);
             let index = RankIndex::build([(1, title.as_str())]);
-            let other = PARTS[next() % PARTS.len()];
+            let other = *rng.pick(PARTS);
             // The title's match copy with one char dropped and two swapped.
             let mut typo: Vec<char> = normalize(&title).chars().collect();
             if typo.len() > 2 {
-                let at = next() % (typo.len() - 1);
+                let at = rng.below(typo.len() - 1);
                 typo.swap(at, at + 1);
-                typo.remove(next() % typo.len());
+                typo.remove(rng.below(typo.len()));
             }
             let typo: String = typo.into_iter().collect();
             // Two words joined (a join), and a word cut in two (a split).
             let match_copy = normalize(&title);
-            let joined = match_copy.replacen(' ', "", 1 + next() % 2);
+            let joined = match_copy.replacen(' ', "", 1 + rng.below(2));
             let cut = match_copy
                 .char_indices()
-                .nth(2 + next() % 4)
+                .nth(2 + rng.below(4))
                 .map_or(match_copy.clone(), |(at, _)| {
                     format!("{} {}", &match_copy[..at], &match_copy[at..])
                 });

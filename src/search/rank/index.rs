@@ -67,6 +67,12 @@ fn title_words(raw: &str) -> Vec<Vec<char>> {
 }
 
 impl RankIndex {
+    /// [`RankIndex::build`] of `titles` as pages 0, 1, 2, … in their order: the
+    /// index of a few titles of their own that a check or a highlight makes.
+    pub fn numbered<'a>(titles: impl IntoIterator<Item = &'a str>) -> RankIndex {
+        Self::build(titles.into_iter().enumerate().map(|(i, t)| (i as i64, t)))
+    }
+
     /// Builds the index from `(page_id, raw display title)` pairs. Titles are
     /// normalized here (`normalize`, then accent folding); a title that normalizes
     /// to nothing is kept (it counts in `len`) but can never match. A page id

@@ -198,7 +198,7 @@ fn prefix_edits(
 mod tests {
     use super::*;
     use crate::search::rank::RankIndex;
-    use std::io::Read;
+    use crate::search::testing::{demo_titles, Lcg};
 
     /// [`lookup`]'s hits by comparing the query with every word of the
     /// lexicon, no filter: the reference.
@@ -259,27 +259,31 @@ mod tests {
         out
     }
 
-    /// [`lookup`]'s hits, sorted, as `(word, quality bits, edits)`.
-    fn looked_up(index: &RankIndex, query: &QueryWord) -> Vec<(u32, u32, u8)> {
+    /// [`lookup`]'s hits for the query word `chars` (`prefix`: the query's
+    /// unfinished last word), sorted, as `(word, quality bits, edits)`, after
+    /// asserting that they are [`every_word`]'s.
+    fn checked_lookup(index: &RankIndex, chars: Vec<char>, prefix: bool) -> Vec<(u32, u32, u8)> {
+        let query = QueryWord { chars, prefix };
         let mut got = Vec::new();
-        lookup(&index.lexicon, query, &mut got);
+        lookup(&index.lexicon, &query, &mut got);
         let mut got: Vec<(u32, u32, u8)> = got
             .iter()
             .map(|h| (h.word, h.quality.to_bits(), h.edits))
             .collect();
         got.sort_unstable();
+        let word: String = query.chars.iter().collect();
+        assert_eq!(got, every_word(index, &query), "{word:?} prefix {prefix}");
         got
     }
 
-    /// A deterministic generator (a 64-bit LCG's high bits).
-    fn lcg(seed: u64) -> impl FnMut() -> usize {
-        let mut state = seed;
-        move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize
-        }
+    /// An index of the first 8,000 titles of the bundled demo corpus (Debian),
+    /// as pages 0, 1, 2, …, and the titles.
+    fn demo_index() -> (RankIndex, Vec<String>) {
+        let titles = demo_titles(8_000);
+        (
+            RankIndex::numbered(titles.iter().map(String::as_str)),
+            titles,
+        )
     }
 
     #[test]
@@ -287,36 +291,24 @@ mod tests {
         // A small alphabet, so that words crowd each other's neighbourhoods
         // (many near words, long shared prefixes, chunk edges everywhere).
         const ALPHABET: &[char] = &['a', 'b', 'c', 'd', 'e', 'é'];
-        let mut next = lcg(0x7e57_0a1c);
-        let word = |next: &mut dyn FnMut() -> usize, max: usize| -> String {
-            let n = 1 + next() % max;
-            (0..n).map(|_| ALPHABET[next() % ALPHABET.len()]).collect()
+        let mut rng = Lcg(0x7e57_0a1c);
+        let word = |rng: &mut Lcg, max: usize| -> String {
+            let n = 1 + rng.below(max);
+            (0..n).map(|_| *rng.pick(ALPHABET)).collect()
         };
         let titles: Vec<String> = (0..4000)
             .map(|_| {
-                (0..1 + next() % 4)
-                    .map(|_| word(&mut next, 12))
+                (0..1 + rng.below(4))
+                    .map(|_| word(&mut rng, 12))
                     .collect::<Vec<_>>()
                     .join(" ")
             })
             .collect();
-        let index = RankIndex::build(
-            titles
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (i as i64, t.as_str())),
-        );
+        let index = RankIndex::numbered(titles.iter().map(String::as_str));
         let mut found = 0;
         for n in 0..800 {
-            let chars: Vec<char> = word(&mut next, 14).chars().collect();
-            let query = QueryWord {
-                chars,
-                prefix: n % 2 == 0,
-            };
-            let got = looked_up(&index, &query);
-            found += got.len();
-            let word: String = query.chars.iter().collect();
-            assert_eq!(got, every_word(&index, &query), "{word:?} {}", query.prefix);
+            let chars: Vec<char> = word(&mut rng, 14).chars().collect();
+            found += checked_lookup(&index, chars, n % 2 == 0).len();
         }
         assert!(found > 5_000, "{found}");
     }
@@ -325,41 +317,24 @@ mod tests {
     fn the_walk_finds_what_comparing_every_word_finds_on_real_words_with_typos() {
         // The first 8,000 titles of the bundled demo corpus; queries are its
         // words with one or two random edits, and random strings.
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(crate::import::DEMO_CORPUS_GZ)
-            .read_to_string(&mut text)
-            .unwrap();
-        let titles: Vec<String> = text
-            .lines()
-            .take(8_000)
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter_map(|v| Some(v.get("title")?.as_str()?.to_owned()))
-            .collect();
-        let index = RankIndex::build(
-            titles
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (i as i64, t.as_str())),
-        );
+        let (index, _) = demo_index();
         let words: Vec<&[char]> = (0..index.lexicon.len() as u32)
             .map(|id| index.lexicon.word(id))
             .filter(|w| !w.is_empty())
             .collect();
         const NOISE: &[char] = &['a', 'e', 'o', 's', 't', 'r', 'z', 'q', '1', 'ü'];
-        let mut next = lcg(0x5eed_1234);
+        let mut rng = Lcg(0x5eed_1234);
         let mut matched = 0;
         for n in 0..1200 {
             let mut chars: Vec<char> = if n % 5 == 4 {
-                (0..1 + next() % 12)
-                    .map(|_| NOISE[next() % NOISE.len()])
-                    .collect()
+                (0..1 + rng.below(12)).map(|_| *rng.pick(NOISE)).collect()
             } else {
-                words[next() % words.len()].to_vec()
+                rng.pick(&words).to_vec()
             };
-            for _ in 0..next() % 3 {
-                let k = next() % (chars.len() + 1);
-                let c = NOISE[next() % NOISE.len()];
-                match next() % 4 {
+            for _ in 0..rng.below(3) {
+                let k = rng.below(chars.len() + 1);
+                let c = *rng.pick(NOISE);
+                match rng.below(4) {
                     0 if k < chars.len() => chars[k] = c,
                     1 if k < chars.len() && chars.len() > 1 => {
                         chars.remove(k);
@@ -368,14 +343,8 @@ mod tests {
                     _ => chars.insert(k, c),
                 }
             }
-            let query = QueryWord {
-                chars,
-                prefix: next() % 2 == 0,
-            };
-            let got = looked_up(&index, &query);
-            matched += usize::from(!got.is_empty());
-            let word: String = query.chars.iter().collect();
-            assert_eq!(got, every_word(&index, &query), "{word:?} {}", query.prefix);
+            let prefix = rng.below(2) == 0;
+            matched += usize::from(!checked_lookup(&index, chars, prefix).is_empty());
         }
         assert!(matched > 500, "{matched}");
     }
@@ -383,22 +352,7 @@ mod tests {
     #[test]
     fn the_filters_let_every_match_through() {
         // Real titles: the first 8,000 of the bundled demo corpus (Debian).
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(crate::import::DEMO_CORPUS_GZ)
-            .read_to_string(&mut text)
-            .unwrap();
-        let titles: Vec<String> = text
-            .lines()
-            .take(8_000)
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter_map(|v| Some(v.get("title")?.as_str()?.to_owned()))
-            .collect();
-        let index = RankIndex::build(
-            titles
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (i as i64, t.as_str())),
-        );
+        let (index, titles) = demo_index();
         let mut queries = 0;
         for (n, title) in titles.iter().enumerate().step_by(211) {
             let folded = super::super::fold::fold(&crate::search::normalize::normalize(title));
@@ -406,19 +360,7 @@ mod tests {
                 let chars: Vec<char> = word.chars().collect();
                 for typo in typos(&chars, n) {
                     for prefix in [false, true] {
-                        let query = QueryWord {
-                            chars: typo.clone(),
-                            prefix,
-                        };
-                        let mut got = Vec::new();
-                        lookup(&index.lexicon, &query, &mut got);
-                        let mut got: Vec<(u32, u32, u8)> = got
-                            .iter()
-                            .map(|h| (h.word, h.quality.to_bits(), h.edits))
-                            .collect();
-                        got.sort_unstable();
-                        let word: String = typo.iter().collect();
-                        assert_eq!(got, every_word(&index, &query), "{word:?} prefix {prefix}");
+                        checked_lookup(&index, typo.clone(), prefix);
                         queries += 1;
                     }
                 }

@@ -10,6 +10,8 @@
 
 use std::sync::Arc;
 
+use crate::search::chunked::{chunks_heap_bytes, ListChunk};
+
 // Unit tests run with tiny chunks and blocks, so that small corpora split and
 // merge them as a large one does.
 const WORD_BITS: u32 = if cfg!(test) { 2 } else { 8 };
@@ -48,10 +50,7 @@ impl BlockList {
         let Err(at) = block.binary_search(&t) else {
             return;
         };
-        let mut grown = Vec::with_capacity(block.len() + 1);
-        grown.extend_from_slice(&block[..at]);
-        grown.push(t);
-        grown.extend_from_slice(&block[at..]);
+        let grown = inserted(block, at, t);
         if grown.len() > 2 * BLOCK {
             let (a, b2) = grown.split_at(grown.len() / 2);
             self.blocks.splice(b..=b, [Arc::from(a), Arc::from(b2)]);
@@ -70,55 +69,43 @@ impl BlockList {
         if block.len() == 1 {
             self.blocks.remove(b);
         } else {
-            let mut left = Vec::with_capacity(block.len() - 1);
-            left.extend_from_slice(&block[..at]);
-            left.extend_from_slice(&block[at + 1..]);
-            self.blocks[b] = Arc::from(left);
+            self.blocks[b] = Arc::from(removed(block, at));
         }
         self.len -= 1;
     }
 }
 
-/// The postings of `WORDS_PER_CHUNK` consecutive word ids.
-#[derive(Debug, Clone)]
-struct Chunk {
-    /// Word `k`'s short list is `items[starts[k]..starts[k + 1]]` (empty when
-    /// its list is long).
-    starts: Vec<u32>,
-    items: Vec<u32>,
-    /// Long lists, by word `k`, sorted by `k`.
-    big: Vec<(u16, BlockList)>,
+/// `list` with `t` inserted at `at`.
+#[inline]
+fn inserted(list: &[u32], at: usize, t: u32) -> Vec<u32> {
+    let mut grown = Vec::with_capacity(list.len() + 1);
+    grown.extend_from_slice(&list[..at]);
+    grown.push(t);
+    grown.extend_from_slice(&list[at..]);
+    grown
 }
 
-impl Default for Chunk {
-    fn default() -> Self {
-        Self {
-            starts: vec![0],
-            items: Vec::new(),
-            big: Vec::new(),
-        }
-    }
+/// `list` without its element at `at`.
+#[inline]
+fn removed(list: &[u32], at: usize) -> Vec<u32> {
+    let mut left = Vec::with_capacity(list.len() - 1);
+    left.extend_from_slice(&list[..at]);
+    left.extend_from_slice(&list[at + 1..]);
+    left
+}
+
+/// The postings of `WORDS_PER_CHUNK` consecutive word ids.
+#[derive(Debug, Clone, Default)]
+struct Chunk {
+    /// Word `k`'s short list is `small.get(k)` (empty when its list is long).
+    small: ListChunk<u32>,
+    /// Long lists, by word `k`, sorted by `k`.
+    big: Vec<(u16, BlockList)>,
 }
 
 impl Chunk {
     fn big_at(&self, k: usize) -> Result<usize, usize> {
         self.big.binary_search_by_key(&(k as u16), |(j, _)| *j)
-    }
-
-    fn small(&self, k: usize) -> &[u32] {
-        &self.items[self.starts[k] as usize..self.starts[k + 1] as usize]
-    }
-
-    /// Replaces word `k`'s short list by `list`.
-    fn set_small(&mut self, k: usize, list: &[u32]) {
-        let (start, end) = (self.starts[k] as usize, self.starts[k + 1] as usize);
-        self.items.splice(start..end, list.iter().copied());
-        let grown = list.len() as i64 - (end - start) as i64;
-        if grown != 0 {
-            for s in &mut self.starts[k + 1..] {
-                *s = (i64::from(*s) + grown) as u32;
-            }
-        }
     }
 }
 
@@ -161,13 +148,12 @@ impl Postings {
             if list.len() > BIG {
                 chunk.big.push((k as u16, BlockList::from_slice(list)));
             } else {
-                chunk.items.extend_from_slice(list);
-                *chunk.starts.last_mut().expect("a start") = chunk.items.len() as u32;
+                chunk.small.extend_last(list);
             }
         }
         for chunk in &mut postings.chunks {
             if let Some(chunk) = Arc::get_mut(chunk) {
-                chunk.items.shrink_to_fit();
+                chunk.small.shrink_items();
             }
         }
         postings
@@ -184,7 +170,7 @@ impl Postings {
             self.chunks.push(Arc::new(Chunk::default()));
         }
         let chunk = Arc::make_mut(self.chunks.last_mut().expect("a chunk"));
-        chunk.starts.push(chunk.items.len() as u32);
+        chunk.small.push_concat(&[]);
         self.len += 1;
     }
 
@@ -198,7 +184,7 @@ impl Postings {
         let (chunk, k) = self.chunk(w);
         match chunk.big_at(k) {
             Ok(b) => Blocks::Big(chunk.big[b].1.blocks.iter()),
-            Err(_) => Blocks::Small(Some(chunk.small(k))),
+            Err(_) => Blocks::Small(Some(chunk.small.get(k))),
         }
     }
 
@@ -207,7 +193,7 @@ impl Postings {
         let (chunk, k) = self.chunk(w);
         match chunk.big_at(k) {
             Ok(b) => chunk.big[b].1.len as usize,
-            Err(_) => chunk.small(k).len(),
+            Err(_) => chunk.small.get(k).len(),
         }
     }
 
@@ -219,21 +205,18 @@ impl Postings {
         match chunk.big_at(k) {
             Ok(b) => chunk.big[b].1.insert(t),
             Err(b) => {
-                let list = chunk.small(k);
+                let list = chunk.small.get(k);
                 let Err(at) = list.binary_search(&t) else {
                     return;
                 };
-                let mut grown = Vec::with_capacity(list.len() + 1);
-                grown.extend_from_slice(&list[..at]);
-                grown.push(t);
-                grown.extend_from_slice(&list[at..]);
+                let grown = inserted(list, at, t);
                 if grown.len() > BIG {
-                    chunk.set_small(k, &[]);
+                    chunk.small.set(k, &[]);
                     chunk
                         .big
                         .insert(b, (k as u16, BlockList::from_slice(&grown)));
                 } else {
-                    chunk.set_small(k, &grown);
+                    chunk.small.set(k, &grown);
                 }
             }
         }
@@ -253,11 +236,10 @@ impl Postings {
                 }
             }
             Err(_) => {
-                let list = chunk.small(k);
+                let list = chunk.small.get(k);
                 if let Ok(at) = list.binary_search(&t) {
-                    let mut left = list.to_vec();
-                    left.remove(at);
-                    chunk.set_small(k, &left);
+                    let left = removed(list, at);
+                    chunk.small.set(k, &left);
                 }
             }
         }
@@ -265,20 +247,14 @@ impl Postings {
 
     /// Approximate heap bytes (shared blocks counted in every copy).
     pub fn heap_bytes(&self) -> usize {
-        self.chunks.capacity() * std::mem::size_of::<usize>()
-            + self
-                .chunks
+        chunks_heap_bytes(&self.chunks, |c| {
+            let big: usize = c
+                .big
                 .iter()
-                .map(|c| {
-                    c.starts.capacity() * 4
-                        + c.items.capacity() * 4
-                        + c.big
-                            .iter()
-                            .map(|(_, l)| l.blocks.len() * 32 + l.len as usize * 4)
-                            .sum::<usize>()
-                        + 64
-                })
-                .sum::<usize>()
+                .map(|(_, l)| l.blocks.len() * 32 + l.len as usize * 4)
+                .sum();
+            c.small.heap_bytes() + big + 64
+        })
     }
 }
 

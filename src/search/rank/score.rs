@@ -154,6 +154,21 @@ pub(super) struct Unit {
     pub gain: f32,
 }
 
+impl Unit {
+    /// Query words `words` matched within the one title word at `position` (a
+    /// word, or a split: two query words in one title word).
+    #[inline]
+    pub fn within(words: std::ops::Range<usize>, position: u32, gain: f32) -> Unit {
+        Unit {
+            start: words.start as u32,
+            end: words.end as u32,
+            first: position,
+            last: position,
+            gain,
+        }
+    }
+}
+
 /// Buffers reused by [`align`] across titles.
 #[derive(Debug, Default)]
 pub(super) struct AlignScratch {

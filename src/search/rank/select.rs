@@ -177,26 +177,16 @@ impl TitleScorer<'_> {
             let position = position as u32;
             for (i, &quality) in row[..m].iter().enumerate() {
                 if quality > 0.0 {
-                    self.units.push(Unit {
-                        start: i as u32,
-                        end: i as u32 + 1,
-                        first: position,
-                        last: position,
-                        gain: score::MATCH_WEIGHT * weights[i] * quality,
-                    });
+                    let gain = score::MATCH_WEIGHT * weights[i] * quality;
+                    self.units.push(Unit::within(i..i + 1, position, gain));
                 }
             }
             for i in 0..m.saturating_sub(1) {
                 let quality = row[self.matches.split_col(i)];
                 if quality > 0.0 {
-                    self.units.push(Unit {
-                        start: i as u32,
-                        end: i as u32 + 2,
-                        first: position,
-                        last: position,
-                        gain: score::MATCH_WEIGHT * (weights[i] + weights[i + 1]) * quality
-                            + score::ADJACENT,
-                    });
+                    let gain = score::MATCH_WEIGHT * (weights[i] + weights[i + 1]) * quality
+                        + score::ADJACENT;
+                    self.units.push(Unit::within(i..i + 2, position, gain));
                 }
             }
         }

@@ -1,79 +1,56 @@
 //! Incremental changes (`upsert`, `remove`) against fresh builds.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use super::RankIndex;
 use crate::search::rank::{rank, SearchResult};
+use crate::search::testing::{Lcg, NEAR_QUERIES, NEAR_WORDS};
 
-/// Words with near neighbours (typos, prefixes, splits and joins of each other),
-/// so that queries reach many titles through every kind of match.
-const VOCAB: &[&str] = &[
-    "data",
-    "date",
-    "database",
-    "base",
-    "tool",
-    "tools",
-    "for",
-    "the",
-    "library",
-    "librar",
-    "parser",
-    "parse",
-    "json",
-    "jsno",
-    "jsonlint",
-    "lint",
-    "fast",
-    "a",
-    "http",
-    "client",
-    "server",
-    "rest",
-    "frame",
-    "work",
-    "framework",
-    "Café",
-    "cafe",
-    "数据",
-    "ß",
-    "strasse",
-];
+/// [`NEAR_WORDS`] and words that split, join and prefix each other, and ones
+/// that match only after folding.
+static VOCAB: LazyLock<Vec<&str>> = LazyLock::new(|| {
+    [
+        NEAR_WORDS,
+        &[
+            "database",
+            "base",
+            "jsonlint",
+            "lint",
+            "frame",
+            "work",
+            "framework",
+            "Café",
+            "cafe",
+            "数据",
+            "ß",
+            "strasse",
+        ],
+    ]
+    .concat()
+});
 
-const QUERIES: &[&str] = &[
-    "data tool",
-    "json parsre",
-    "the for a",
-    "http clinet libr",
-    "fast",
-    "database",
-    "frame work",
-    "jsonlint",
-    "cafe",
-    "strasse",
-    "数据",
-    "restclient",
-    "framewo",
-];
+static QUERIES: LazyLock<Vec<&str>> = LazyLock::new(|| {
+    [
+        NEAR_QUERIES,
+        &[
+            "database",
+            "frame work",
+            "jsonlint",
+            "cafe",
+            "strasse",
+            "数据",
+            "restclient",
+            "framewo",
+        ],
+    ]
+    .concat()
+});
 
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) as usize
-    }
-
-    fn title(&mut self) -> String {
-        let n = self.next() % 7; // 0 words: a title that never matches
-        (0..n)
-            .map(|_| VOCAB[self.next() % VOCAB.len()])
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
+/// A title of 0 to 6 words (0 words: a title that never matches).
+fn title(rng: &mut Lcg) -> String {
+    let n = rng.below(7);
+    rng.words(&VOCAB, n)
 }
 
 fn fresh(pages: &BTreeMap<i64, String>) -> RankIndex {
@@ -90,7 +67,7 @@ fn results(index: &RankIndex) -> Vec<SearchResult> {
 /// Asserts that both indexes rank every query alike, naming the first query
 /// and row that differ.
 fn assert_same_rankings(index: &RankIndex, expected: &RankIndex, context: &str) {
-    for q in QUERIES {
+    for q in QUERIES.iter() {
         for limit in [5, usize::MAX] {
             let (got, want) = (rank(index, q, limit), rank(expected, q, limit));
             assert_eq!(
@@ -113,15 +90,15 @@ fn a_sequence_of_upserts_and_removes_ranks_like_a_fresh_build() {
 }
 
 fn changes_rank_like_a_fresh_build(seed: u64) {
-    let mut random = Random(seed);
+    let mut random = Lcg(seed);
     let mut pages: BTreeMap<i64, String> = BTreeMap::new();
     for id in 0..300 {
-        pages.insert(id, random.title());
+        pages.insert(id, title(&mut random));
     }
     let mut index = fresh(&pages);
     for step in 0..1500 {
-        let id = (random.next() % 400) as i64;
-        match random.next() % 4 {
+        let id = random.below(400) as i64;
+        match random.below(4) {
             0 => {
                 let removed = index.remove(id);
                 assert_eq!(removed, pages.remove(&id).is_some());
@@ -131,7 +108,7 @@ fn changes_rank_like_a_fresh_build(seed: u64) {
                 index.upsert(id, &pages[&id]);
             }
             _ => {
-                let title = random.title();
+                let title = title(&mut random);
                 index.upsert(id, &title);
                 pages.insert(id, title);
             }
