@@ -37,7 +37,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use super::error::StoreError;
-use super::store::{BudgetBackend, BudgetFuture, CountMode};
+use super::store::{Ask, BudgetBackend, BudgetFuture, CountMode};
 use super::{sqlite, BucketKeys, Budget, Decided, Decision, StoreClock, WindowCount};
 use crate::faults::Fault;
 use crate::sqlite::storage::{Storage, MIN_FREE_BYTES};
@@ -284,19 +284,14 @@ impl BudgetBackend for SqliteCounters {
         StoreClock::Caller
     }
 
-    fn spend<'a>(
-        &'a self,
-        budget: &'a Arc<Budget>,
-        keys: &'a BucketKeys,
-        now: i64,
-    ) -> BudgetFuture<'a, (Decided, Option<i64>)> {
+    fn spend<'a>(&'a self, ask: Ask<'a>) -> BudgetFuture<'a, (Decided, Option<i64>)> {
         async move {
             let answer = self
                 .limiter
                 .send(Spend {
-                    budget: budget.clone(),
-                    keys: keys.clone(),
-                    now,
+                    budget: ask.budget.clone(),
+                    keys: ask.keys.clone(),
+                    now: ask.now,
                 })
                 .await?;
             match answer.await {
@@ -316,24 +311,18 @@ impl BudgetBackend for SqliteCounters {
         .boxed()
     }
 
-    fn counts<'a>(
-        &'a self,
-        budget: &'a Arc<Budget>,
-        keys: &'a BucketKeys,
-        now: i64,
-        mode: CountMode,
-    ) -> BudgetFuture<'a, Vec<WindowCount>> {
+    fn counts<'a>(&'a self, ask: Ask<'a>, mode: CountMode) -> BudgetFuture<'a, Vec<WindowCount>> {
         async move {
             let counts = self
                 .limiter
                 .send(Counts {
-                    budget: budget.clone(),
-                    keys: keys.clone(),
-                    now,
+                    budget: ask.budget.clone(),
+                    keys: ask.keys.clone(),
+                    now: ask.now,
                     mode,
                 })
                 .await??;
-            Ok(budget.window_counts(&counts, now))
+            Ok(ask.budget.window_counts(&counts, ask.now))
         }
         .boxed()
     }

@@ -59,8 +59,8 @@ use ::redis::{ErrorKind, RedisError, Script};
 use futures_util::FutureExt as _;
 
 use super::error::StoreError;
-use super::store::{BudgetBackend, BudgetFuture, CountMode};
-use super::{BucketKeys, Budget, Decided, StoreClock, WindowCount};
+use super::server::{Answer, Mode, ServerCounters};
+use super::store::{Ask, BudgetFuture};
 
 /// How long one Redis call may take before the request is answered without it.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_millis(50);
@@ -214,17 +214,6 @@ pub struct RedisCounters {
     server_clock: bool,
 }
 
-/// What one run of the script answered.
-struct Answer {
-    /// The server's unix seconds (or the caller's) the windows were aligned with.
-    now: i64,
-    /// Microseconds past `now` (0 with the caller's time).
-    micros: i64,
-    /// 0-based index of the refusing window.
-    refused: Option<usize>,
-    counts: Vec<i64>,
-}
-
 impl RedisCounters {
     /// A handle that connects on its first call (no I/O here, so the service starts
     /// while Redis is down). Call inside a Tokio runtime.
@@ -252,90 +241,25 @@ impl RedisCounters {
         })
     }
 
-    /// Whose clock the windows follow: the server's (`TIME`), or the `now` each
-    /// caller passes (tests with a manual clock).
-    pub fn clock(&self) -> StoreClock {
-        if self.server_clock {
-            StoreClock::Own
-        } else {
-            StoreClock::Caller
-        }
-    }
-
     /// How many connections were made to replace a faulty one so far.
     pub fn replacements(&self) -> u64 {
         self.link.state.lock().map(|s| s.generation).unwrap_or(0)
     }
 
-    /// Counts one request in every window of `budget` for `keys` if all are under
-    /// their limits, else nothing; decided in the server's time (`now` is used only
-    /// without the server clock).
-    pub async fn spend(
-        &self,
-        budget: &Budget,
-        keys: &BucketKeys,
-        now: i64,
-    ) -> Result<Decided, StoreError> {
-        let answer = self.run("spend", budget, keys, now).await?;
-        let mut counts: Vec<Option<i64>> = answer.counts.into_iter().map(Some).collect();
-        if let Some(i) = answer.refused {
-            counts.truncate(i);
-            counts.push(None);
-        }
-        let decision = budget.decide(&counts, answer.now);
-        let window_left = answer.refused.map(|i| {
-            let whole = budget.windows[i].seconds_left(answer.now);
-            Duration::from_secs(whole as u64)
-                .saturating_sub(Duration::from_micros(answer.micros as u64))
-        });
-        Ok(Decided {
-            decision,
-            window_left,
-        })
-    }
-
-    /// The counts of `keys` in their current windows, unchanged, with the seconds
-    /// each window has left by the server's clock.
-    pub async fn peek(
-        &self,
-        budget: &Budget,
-        keys: &BucketKeys,
-        now: i64,
-    ) -> Result<Vec<WindowCount>, StoreError> {
-        let answer = self.run("peek", budget, keys, now).await?;
-        Ok(budget.window_counts(&answer.counts, answer.now))
-    }
-
-    /// Counts one event in every window of `keys` whatever the limits; the new
-    /// counts, with the seconds each window has left by the server's clock.
-    pub async fn record(
-        &self,
-        budget: &Budget,
-        keys: &BucketKeys,
-        now: i64,
-    ) -> Result<Vec<WindowCount>, StoreError> {
-        let answer = self.run("record", budget, keys, now).await?;
-        Ok(budget.window_counts(&answer.counts, answer.now))
-    }
-
-    async fn run(
-        &self,
-        mode: &str,
-        budget: &Budget,
-        keys: &BucketKeys,
-        now: i64,
-    ) -> Result<Answer, StoreError> {
+    /// One run of the script for `ask`.
+    async fn run(&self, mode: Mode, ask: Ask<'_>) -> Result<Answer, StoreError> {
+        let keys = &ask.keys.0;
         let mut invocation = self.script.prepare_invoke();
-        for key in &keys.0 {
-            invocation.key(key_name(&keys.0[0], key));
+        for key in keys {
+            invocation.key(key_name(&keys[0], key));
         }
-        invocation.arg(mode);
+        invocation.arg(mode.name());
         if self.server_clock {
             invocation.arg("");
         } else {
-            invocation.arg(now);
+            invocation.arg(ask.now);
         }
-        for window in &budget.windows {
+        for window in &ask.budget.windows {
             invocation.arg(window.seconds).arg(window.limit);
         }
         let (mut connection, generation) = self.link.current();
@@ -359,7 +283,7 @@ impl RedisCounters {
                     reply
                 }
             };
-        let n = budget.windows.len();
+        let n = ask.budget.windows.len();
         if reply.len() != n + 3 || reply[2] < 0 || reply[2] as usize > n {
             return Err(StoreError::bug(format!(
                 "the budget script answered {} values for {n} windows",
@@ -375,36 +299,16 @@ impl RedisCounters {
     }
 }
 
-impl BudgetBackend for RedisCounters {
-    fn kind(&self) -> &'static str {
-        "redis"
+impl ServerCounters for RedisCounters {
+    const KIND: &'static str = "redis";
+
+    fn server_clock(&self) -> bool {
+        self.server_clock
     }
 
-    fn clock(&self) -> StoreClock {
-        RedisCounters::clock(self)
-    }
-
-    fn spend<'a>(
-        &'a self,
-        budget: &'a Arc<Budget>,
-        keys: &'a BucketKeys,
-        now: i64,
-    ) -> BudgetFuture<'a, (Decided, Option<i64>)> {
+    fn call<'a>(&'a self, mode: Mode, ask: Ask<'a>) -> BudgetFuture<'a, (Answer, Option<i64>)> {
         // Redis knows nothing of the corpus: the search reads the generation.
-        async move { Ok((RedisCounters::spend(self, budget, keys, now).await?, None)) }.boxed()
-    }
-
-    fn counts<'a>(
-        &'a self,
-        budget: &'a Arc<Budget>,
-        keys: &'a BucketKeys,
-        now: i64,
-        mode: CountMode,
-    ) -> BudgetFuture<'a, Vec<WindowCount>> {
-        match mode {
-            CountMode::Peek => self.peek(budget, keys, now).boxed(),
-            CountMode::Record => self.record(budget, keys, now).boxed(),
-        }
+        async move { Ok((self.run(mode, ask).await?, None)) }.boxed()
     }
 
     fn sweep(&self, _now: i64, _horizon: i64) -> BudgetFuture<'_, usize> {
