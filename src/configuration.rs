@@ -669,7 +669,7 @@ mod tests {
         let BudgetsAt::Redis(redis) = s.budgets else {
             panic!("{:?}", s.budgets)
         };
-        assert_eq!(redis.url, "redis://127.0.0.1:6379/3");
+        assert_eq!(redis.url.as_str(), "redis://127.0.0.1:6379/3");
         assert_eq!(redis.call_timeout, std::time::Duration::from_millis(80));
         assert!(redis.server_clock);
         let with_postgres = parse(&[
