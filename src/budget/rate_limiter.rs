@@ -40,7 +40,7 @@ use super::error::StoreError;
 use super::store::{Ask, BudgetBackend, BudgetFuture, CountMode};
 use super::{sqlite, BucketKeys, Budget, Decided, Decision, StoreClock, WindowCount};
 use crate::faults::Fault;
-use crate::sqlite::storage::{Storage, MIN_FREE_BYTES};
+use crate::sqlite::storage::{NotReady, Storage};
 use crate::sqlite::DbError;
 
 /// How long a budget transaction waits for another writer's lock before the
@@ -332,17 +332,11 @@ impl BudgetBackend for SqliteCounters {
     }
 
     fn check_files(&self) -> Result<(), String> {
-        self.storage.check().map_err(|fault| {
-            tracing::error!(%fault, "readiness: budget database file");
-            format!("the budget database file is {}", fault.short())
-        })?;
-        match self.storage.free_bytes() {
-            Ok(free) if free < MIN_FREE_BYTES => {
-                tracing::error!(free, "readiness: the budget database's filesystem is full");
-                Err("the budget database's disk is full".to_owned())
-            }
-            _ => Ok(()),
-        }
+        // Free space that cannot be read fails nothing, and is not worth a line.
+        self.storage
+            .check_ready("budget database")
+            .map(drop)
+            .map_err(NotReady::into_reason)
     }
 }
 

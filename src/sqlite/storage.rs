@@ -193,6 +193,46 @@ impl Storage {
             Ok(u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize)))
         }
     }
+
+    /// Readiness of the file for `/readyz`, named `what` in the log and the answer
+    /// (`database`, `budget database`): [`Storage::check`], then [`MIN_FREE_BYTES`]
+    /// free on its filesystem; each failure is logged. Free space that cannot be
+    /// read fails nothing: its error comes back in the `Ok`, for the caller to note.
+    ///
+    /// Errors: [`NotReady`], saying which, in a few words.
+    pub fn check_ready(&self, what: &str) -> Result<Option<std::io::Error>, NotReady> {
+        self.check().map_err(|fault| {
+            tracing::error!(%fault, "readiness: {what} file");
+            NotReady::File(format!("the {what} file is {}", fault.short()))
+        })?;
+        match self.free_bytes() {
+            Ok(free) if free < MIN_FREE_BYTES => {
+                tracing::error!(free, "readiness: the {what}'s filesystem is full");
+                Err(NotReady::Full(format!("the {what}'s disk is full")))
+            }
+            Ok(_) => Ok(None),
+            Err(e) => Ok(Some(e)),
+        }
+    }
+}
+
+/// Why a database file is not ready ([`Storage::check_ready`]): the few words
+/// `/readyz` answers with (the details went to the log).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotReady {
+    /// The file is not the one opened, or not writable ([`Storage::check`]).
+    File(String),
+    /// Its filesystem has less than [`MIN_FREE_BYTES`] free.
+    Full(String),
+}
+
+impl NotReady {
+    /// The few words for `/readyz`.
+    pub fn into_reason(self) -> String {
+        match self {
+            NotReady::File(reason) | NotReady::Full(reason) => reason,
+        }
+    }
 }
 
 /// Makes a `SIGBUS` say what it most likely is before the process dies of it.
@@ -316,6 +356,22 @@ mod tests {
         // reused).
         std::fs::write(&path, b"y").unwrap();
         assert!(matches!(storage.check(), Err(StorageFault::Replaced(_))));
+    }
+
+    #[test]
+    fn readiness_names_the_file_in_its_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite3");
+        std::fs::write(&path, b"x").unwrap();
+        let storage = Storage::capture(&path).unwrap();
+        assert!(storage.check_ready("budget database").is_ok());
+        std::fs::rename(&path, dir.path().join("moved")).unwrap();
+        let not_ready = storage.check_ready("budget database").unwrap_err();
+        assert_eq!(
+            not_ready,
+            NotReady::File("the budget database file is gone".into())
+        );
+        assert_eq!(not_ready.into_reason(), "the budget database file is gone");
     }
 
     #[test]
