@@ -12,8 +12,9 @@
 //! reads the corpus generation, so a search learns whether its snapshot is current
 //! without a second round trip.
 //!
-//! Its connections are its own (a pool of [`CONTROL_CONNECTIONS`], shared with the page
-//! store's generation reads), so a budget write never waits for a page write.
+//! Its connections are its own (a pool of [`crate::pg::CONTROL_CONNECTIONS`], shared
+//! with the page store's generation reads), so a budget write never waits for a
+//! page write.
 //! A call is one statement (one round trip, its own transaction), committed with
 //! `synchronous_commit = off`: PostgreSQL answers before the WAL is flushed; a crash
 //! of the database server can forget the last fraction of a second of counts (a
@@ -53,8 +54,8 @@ pub struct PgCounters {
 }
 
 impl PgCounters {
-    /// Counters behind `pg` (a pool of its own, see [`CONTROL_CONNECTIONS`]); windows
-    /// follow the database server's clock when `server_clock`, else the `now`
+    /// Counters behind `pg` (a pool of its own, see [`crate::pg::CONTROL_CONNECTIONS`]);
+    /// windows follow the database server's clock when `server_clock`, else the `now`
     /// each caller passes (tests with a manual clock). Every call notes in `epoch`
     /// which server answered it (the page store's history, [`Epoch`]). Starts the
     /// batching task on the current Tokio runtime.

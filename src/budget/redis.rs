@@ -22,7 +22,7 @@
 //!
 //! **Recovery.** A connection that keeps answering with faults the server will not
 //! fix by itself, or stays silent, is replaced, with a backoff; one that no request
-//! uses is checked in the background ([`link`]).
+//! uses is checked in the background (`redis/link.rs`).
 //!
 //! `rediss://` connects over TLS (rustls with ring), verifying the server against
 //! the system's root certificates, or those in `SSL_CERT_FILE` / `SSL_CERT_DIR`.
