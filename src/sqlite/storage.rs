@@ -342,12 +342,19 @@ fn attributes(path: &Path) -> Option<Attributes> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_deleted_or_replaced_file_is_reported() {
+    /// A file `db.sqlite3` in a new folder, captured: the folder (kept while the
+    /// test runs), the path, the storage.
+    fn captured() -> (tempfile::TempDir, PathBuf, Storage) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.sqlite3");
         std::fs::write(&path, b"x").unwrap();
         let storage = Storage::capture(&path).unwrap();
+        (dir, path, storage)
+    }
+
+    #[test]
+    fn a_deleted_or_replaced_file_is_reported() {
+        let (dir, path, storage) = captured();
         assert_eq!(storage.check(), Ok(()));
         let moved = dir.path().join("moved");
         std::fs::rename(&path, &moved).unwrap();
@@ -360,10 +367,7 @@ mod tests {
 
     #[test]
     fn readiness_names_the_file_in_its_answer() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db.sqlite3");
-        std::fs::write(&path, b"x").unwrap();
-        let storage = Storage::capture(&path).unwrap();
+        let (dir, path, storage) = captured();
         assert!(storage.check_ready("budget database").is_ok());
         std::fs::rename(&path, dir.path().join("moved")).unwrap();
         let not_ready = storage.check_ready("budget database").unwrap_err();
@@ -376,11 +380,8 @@ mod tests {
 
     #[test]
     fn a_wal_index_that_shrank_is_not_touched() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db.sqlite3");
-        std::fs::write(&path, b"x").unwrap();
+        let (dir, _, storage) = captured();
         let shm = dir.path().join("db.sqlite3-shm");
-        let storage = Storage::capture(&path).unwrap();
         // Not made yet: fine.
         assert_eq!(storage.check_mapped(), Ok(()));
         std::fs::write(&shm, vec![0u8; 65536]).unwrap();
