@@ -543,19 +543,29 @@ mod tests {
         Settings::from_args(&Cli::parse_from(argv).serve)
     }
 
+    /// The error `flags` are refused with.
+    fn refusal(flags: &[&str]) -> ConfigError {
+        parse(flags).err().expect("the flags are refused")
+    }
+
+    /// The variable the refusal of `flags` names.
+    fn refused_variable(flags: &[&str]) -> &'static str {
+        refusal(flags).variable
+    }
+
     #[test]
     fn a_zero_concurrency_names_its_variable() {
-        let err = parse(&["--search-concurrency", "0"]).err().unwrap();
+        let err = refusal(&["--search-concurrency", "0"]);
         assert_eq!(err.variable, "SEARCH_CONCURRENCY");
         assert!(err.to_string().starts_with("SEARCH_CONCURRENCY: "));
     }
 
     #[test]
     fn a_cidr_with_a_33_bit_prefix_names_its_variable() {
-        let err = parse(&["--trusted-proxy-cidrs", "10.0.0.0/33"])
-            .err()
-            .unwrap();
-        assert_eq!(err.variable, "TRUSTED_PROXY_CIDRS");
+        assert_eq!(
+            refused_variable(&["--trusted-proxy-cidrs", "10.0.0.0/33"]),
+            "TRUSTED_PROXY_CIDRS"
+        );
     }
 
     #[test]
@@ -616,7 +626,7 @@ mod tests {
                 "AGENT_PAGES_DATABASE_URL_FILE",
             ),
         ] {
-            let err = parse(flags).err().unwrap();
+            let err = refusal(flags);
             assert_eq!(err.variable, variable, "{flags:?}");
             assert!(!err.to_string().contains("s3cret"), "{err}");
         }
@@ -633,7 +643,7 @@ mod tests {
         };
         assert_eq!(pg.describe(), "db:5432/pages");
         std::fs::write(&file, "postgres://app:s3cret@db:port/pages").unwrap();
-        let err = parse(&["--database-url-file", path]).err().unwrap();
+        let err = refusal(&["--database-url-file", path]);
         assert_eq!(err.variable, "AGENT_PAGES_DATABASE_URL_FILE");
         assert!(!err.to_string().contains("s3cret"), "{err}");
     }
@@ -641,7 +651,7 @@ mod tests {
     #[test]
     fn a_bad_redis_url_names_its_variable_and_hides_the_password() {
         for url in ["http://:s3cret@cache", "redis://:s3cret@cache:6379/x"] {
-            let err = parse(&["--redis-url", url]).err().unwrap();
+            let err = refusal(&["--redis-url", url]);
             assert_eq!(err.variable, "AGENT_PAGES_REDIS_URL");
             assert!(!err.to_string().contains("s3cret"), "{err}");
         }
@@ -659,7 +669,7 @@ mod tests {
         let BudgetsAt::Redis(redis) = s.budgets else {
             panic!("{:?}", s.budgets)
         };
-        assert_eq!(redis.url, "redis://127.0.0.1:6379/3");
+        assert_eq!(redis.url.as_str(), "redis://127.0.0.1:6379/3");
         assert_eq!(redis.call_timeout, std::time::Duration::from_millis(80));
         assert!(redis.server_clock);
         let with_postgres = parse(&[
@@ -678,18 +688,22 @@ mod tests {
     fn the_per_page_pin_failure_bound_is_configurable_and_never_zero() {
         let s = parse(&["--pin-failures-per-page-per-hour", "5"]).unwrap();
         assert_eq!(s.pin_page_failure_budget, Budget::pin_page_failures(5));
-        let err = parse(&["--pin-failures-per-page-per-hour", "0"])
-            .err()
-            .unwrap();
-        assert_eq!(err.variable, "PIN_FAILURES_PER_PAGE_PER_HOUR");
+        assert_eq!(
+            refused_variable(&["--pin-failures-per-page-per-hour", "0"]),
+            "PIN_FAILURES_PER_PAGE_PER_HOUR"
+        );
     }
 
     #[test]
     fn a_zero_body_timeout_names_its_variable() {
-        let err = parse(&["--body-timeout-secs", "0"]).err().unwrap();
-        assert_eq!(err.variable, "AGENT_PAGES_BODY_TIMEOUT_SECS");
-        let err = parse(&["--max-open-bodies", "none"]).err().unwrap();
-        assert_eq!(err.variable, "AGENT_PAGES_MAX_OPEN_BODIES");
+        assert_eq!(
+            refused_variable(&["--body-timeout-secs", "0"]),
+            "AGENT_PAGES_BODY_TIMEOUT_SECS"
+        );
+        assert_eq!(
+            refused_variable(&["--max-open-bodies", "none"]),
+            "AGENT_PAGES_MAX_OPEN_BODIES"
+        );
     }
 
     #[test]
@@ -718,7 +732,7 @@ mod tests {
             "https://pages.example/app",
             "ftp://pages.example",
         ] {
-            let err = parse(&["--public-url", bad]).err().unwrap();
+            let err = refusal(&["--public-url", bad]);
             assert_eq!(err.variable, "AGENT_PAGES_PUBLIC_URL", "{bad}");
         }
     }

@@ -3,7 +3,7 @@
 //! spend decides, and how the `RateLimit` headers say it. Where the counters live
 //! is [`store`]'s business: SQLite by default ([`rate_limiter`], the actor that owns
 //! the write connection, running [`sqlite`]'s SQL), [`redis`] when configured,
-//! [`postgres`] when the pages are there and no Redis is.
+//! [`postgres`] when the pages are there and no Redis is (those two share [`server`]).
 //!
 //! A budget is data: a key prefix and a list of [`FixedWindow`]s. A spend admits
 //! only if every window is under its limit, and then counts one in all of them
@@ -14,6 +14,7 @@ pub mod open;
 pub mod postgres;
 pub mod rate_limiter;
 pub mod redis;
+pub mod server;
 pub mod sqlite;
 pub mod store;
 mod window;

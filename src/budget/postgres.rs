@@ -2,7 +2,8 @@
 //! is configured (SPEC §10): every replica on the same database shares one budget
 //! per client.
 //!
-//! Shaped like the Redis backend ([`super::redis`]): one server-side call,
+//! Shaped like the Redis backend ([`super::redis`]), with which it shares the
+//! reading of the answer ([`super::server`]): one server-side call,
 //! `budget_apply` (migrations/postgres/0002), does what the Redis script does, with
 //! the same windows and the same both-or-neither decision, aligned with the
 //! database server's clock. Unlike Redis, a call costs a commit, so calls are
@@ -11,8 +12,9 @@
 //! reads the corpus generation, so a search learns whether its snapshot is current
 //! without a second round trip.
 //!
-//! Its connections are its own (a pool of [`CONTROL_CONNECTIONS`], shared with the page
-//! store's generation reads), so a budget write never waits for a page write.
+//! Its connections are its own (a pool of [`crate::pg::CONTROL_CONNECTIONS`], shared
+//! with the page store's generation reads), so a budget write never waits for a
+//! page write.
 //! A call is one statement (one round trip, its own transaction), committed with
 //! `synchronous_commit = off`: PostgreSQL answers before the WAL is flushed; a crash
 //! of the database server can forget the last fraction of a second of counts (a
@@ -22,56 +24,24 @@ use std::collections::BTreeMap;
 
 use tokio::sync::{mpsc, oneshot};
 
-use std::time::Duration;
-
 use futures_util::FutureExt as _;
 
 use super::error::StoreError;
-use super::store::{BudgetBackend, BudgetFuture, CountMode};
-use super::{BucketKeys, Budget, Decided, StoreClock, WindowCount};
+use super::server::{Answer, Mode, ServerCounters};
+use super::store::{Ask, BudgetFuture};
+use super::{BucketKeys, Budget};
 use crate::pg::{CallError, Epoch, LastRead, Pg, PgError};
 
 /// Most requests decided in one call.
 pub const MAX_BATCH: usize = 512;
-
-/// What one request asks of the counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Spend,
-    Peek,
-    Record,
-}
-
-impl Mode {
-    fn name(self) -> &'static str {
-        match self {
-            Mode::Spend => "spend",
-            Mode::Peek => "peek",
-            Mode::Record => "record",
-        }
-    }
-}
-
-/// What the call answered for one request.
-#[derive(Debug, Clone)]
-struct Answer {
-    /// 0-based index of the refusing window.
-    refused: Option<usize>,
-    counts: Vec<i64>,
-    /// The seconds the windows were aligned with.
-    now: i64,
-    /// Microseconds past `now` when the server's clock was read (0 with the
-    /// caller's).
-    micros: i64,
-    generation: i64,
-}
 
 struct Request {
     mode: Mode,
     budget: std::sync::Arc<Budget>,
     keys: BucketKeys,
     now: i64,
-    answer: oneshot::Sender<Result<Answer, PgError>>,
+    /// The server's answer, and the corpus generation it read.
+    answer: oneshot::Sender<Result<(Answer, i64), PgError>>,
 }
 
 /// The handle on the PostgreSQL counters; cheap to clone.
@@ -84,8 +54,8 @@ pub struct PgCounters {
 }
 
 impl PgCounters {
-    /// Counters behind `pg` (a pool of its own, see [`CONTROL_CONNECTIONS`]); windows
-    /// follow the database server's clock when `server_clock`, else the `now`
+    /// Counters behind `pg` (a pool of its own, see [`crate::pg::CONTROL_CONNECTIONS`]);
+    /// windows follow the database server's clock when `server_clock`, else the `now`
     /// each caller passes (tests with a manual clock). Every call notes in `epoch`
     /// which server answered it (the page store's history, [`Epoch`]). Starts the
     /// batching task on the current Tokio runtime.
@@ -99,82 +69,15 @@ impl PgCounters {
         }
     }
 
-    /// Whose clock the windows follow: the database server's, or the `now` each
-    /// caller passes (tests with a manual clock).
-    pub fn clock(&self) -> StoreClock {
-        if self.server_clock {
-            StoreClock::Own
-        } else {
-            StoreClock::Caller
-        }
-    }
-
-    /// Counts one request in every window of `budget` for `keys` if all are under
-    /// their limits, else nothing, decided in the server's time (`now` is used only
-    /// without the server clock); also the corpus generation read in the same call.
-    pub async fn spend(
-        &self,
-        budget: &std::sync::Arc<Budget>,
-        keys: &BucketKeys,
-        now: i64,
-    ) -> Result<(Decided, i64), StoreError> {
-        let answer = self.ask(Mode::Spend, budget, keys, now).await?;
-        let mut counts: Vec<Option<i64>> = answer.counts.into_iter().map(Some).collect();
-        if let Some(i) = answer.refused {
-            counts.truncate(i);
-            counts.push(None);
-        }
-        let decision = budget.decide(&counts, answer.now);
-        let window_left = answer.refused.map(|i| {
-            let whole = budget.windows[i].seconds_left(answer.now);
-            Duration::from_secs(whole as u64)
-                .saturating_sub(Duration::from_micros(answer.micros as u64))
-        });
-        let decided = Decided {
-            decision,
-            window_left,
-        };
-        Ok((decided, answer.generation))
-    }
-
-    /// The counts of `keys` in their current windows, unchanged, with the seconds
-    /// each window has left by the store's clock.
-    pub async fn peek(
-        &self,
-        budget: &std::sync::Arc<Budget>,
-        keys: &BucketKeys,
-        now: i64,
-    ) -> Result<Vec<WindowCount>, StoreError> {
-        let answer = self.ask(Mode::Peek, budget, keys, now).await?;
-        Ok(budget.window_counts(&answer.counts, answer.now))
-    }
-
-    /// Counts one event in every window of `keys` whatever the limits; the new
-    /// counts, with the seconds each window has left by the store's clock.
-    pub async fn record(
-        &self,
-        budget: &std::sync::Arc<Budget>,
-        keys: &BucketKeys,
-        now: i64,
-    ) -> Result<Vec<WindowCount>, StoreError> {
-        let answer = self.ask(Mode::Record, budget, keys, now).await?;
-        Ok(budget.window_counts(&answer.counts, answer.now))
-    }
-
-    async fn ask(
-        &self,
-        mode: Mode,
-        budget: &std::sync::Arc<Budget>,
-        keys: &BucketKeys,
-        now: i64,
-    ) -> Result<Answer, StoreError> {
+    /// Sends `ask` to the batching task and waits for its call.
+    async fn ask(&self, mode: Mode, ask: Ask<'_>) -> Result<(Answer, i64), StoreError> {
         let (answer, receive) = oneshot::channel();
         self.queue
             .send(Request {
                 mode,
-                budget: budget.clone(),
-                keys: keys.clone(),
-                now,
+                budget: ask.budget.clone(),
+                keys: ask.keys.clone(),
+                now: ask.now,
                 answer,
             })
             .map_err(|_| StoreError::bug("the budget task stopped"))?;
@@ -188,65 +91,44 @@ impl PgCounters {
             PgError::Failed(_) => StoreError::bug(e.to_string()),
         })
     }
-
-    /// Deletes counters whose window started at least `horizon` seconds before
-    /// `now`. Returns how many.
-    pub async fn sweep(&self, now: i64, horizon: i64) -> Result<usize, StoreError> {
-        self.pg
-            .run(|c| {
-                Box::pin(async move {
-                    let n = c
-                        .execute(
-                            "DELETE FROM rate_limit_counters WHERE window_start <= $1",
-                            &[&(now - horizon)],
-                        )
-                        .await?;
-                    Ok(n as usize)
-                })
-            })
-            .await
-            .map_err(|e| StoreError::unavailable(e.to_string()))
-    }
 }
 
-impl BudgetBackend for PgCounters {
-    fn kind(&self) -> &'static str {
-        "postgres"
+impl ServerCounters for PgCounters {
+    const KIND: &'static str = "postgres";
+
+    fn server_clock(&self) -> bool {
+        self.server_clock
     }
 
-    fn clock(&self) -> StoreClock {
-        PgCounters::clock(self)
-    }
-
-    fn spend<'a>(
-        &'a self,
-        budget: &'a std::sync::Arc<Budget>,
-        keys: &'a BucketKeys,
-        now: i64,
-    ) -> BudgetFuture<'a, (Decided, Option<i64>)> {
+    fn call<'a>(&'a self, mode: Mode, ask: Ask<'a>) -> BudgetFuture<'a, (Answer, Option<i64>)> {
         // Its function also reads the corpus generation (and notes the epoch).
         async move {
-            let (decided, generation) = PgCounters::spend(self, budget, keys, now).await?;
-            Ok((decided, Some(generation)))
+            let (answer, generation) = self.ask(mode, ask).await?;
+            Ok((answer, Some(generation)))
         }
         .boxed()
     }
 
-    fn counts<'a>(
-        &'a self,
-        budget: &'a std::sync::Arc<Budget>,
-        keys: &'a BucketKeys,
-        now: i64,
-        mode: CountMode,
-    ) -> BudgetFuture<'a, Vec<WindowCount>> {
-        match mode {
-            CountMode::Peek => self.peek(budget, keys, now).boxed(),
-            CountMode::Record => self.record(budget, keys, now).boxed(),
-        }
-    }
-
+    /// Deletes counters whose window started at least `horizon` seconds before
+    /// `now`. Returns how many.
     fn sweep(&self, now: i64, horizon: i64) -> BudgetFuture<'_, usize> {
-        PgCounters::sweep(self, now, horizon).boxed()
+        async move {
+            self.pg
+                .run(|c| {
+                    Box::pin(async move {
+                        let n = c
+                            .execute(
+                                "DELETE FROM rate_limit_counters WHERE window_start <= $1",
+                                &[&(now - horizon)],
+                            )
+                            .await?;
+                        Ok(n as usize)
+                    })
+                })
+                .await
+                .map_err(|e| StoreError::unavailable(e.to_string()))
+        }
+        .boxed()
     }
 }
 
@@ -273,8 +155,8 @@ async fn decide_batches(
         }
         match apply(&pg, server_clock, &batch).await {
             Ok((answers, history)) => {
-                if let Some(answer) = answers.first() {
-                    epoch.saw(&mut last, history, answer.generation);
+                if let Some((_, generation)) = answers.first() {
+                    epoch.saw(&mut last, history, *generation);
                 }
                 for (request, answer) in batch.into_iter().zip(answers) {
                     let _ = request.answer.send(Ok(answer));
@@ -289,13 +171,14 @@ async fn decide_batches(
     }
 }
 
-/// One `budget_apply` call for `batch`.
-/// Also the history of the generation it read (`corpus_epoch()`, [`Epoch`]).
+/// One `budget_apply` call for `batch`: each request's answer with the corpus
+/// generation read in the call, and the history of that generation
+/// (`corpus_epoch()`, [`Epoch`]).
 async fn apply(
     pg: &Pg,
     server_clock: bool,
     batch: &[Request],
-) -> Result<(Vec<Answer>, i64), PgError> {
+) -> Result<(Vec<(Answer, i64)>, i64), PgError> {
     // Distinct keys, sorted (the lock order), and each entry's 1-based slot.
     let mut slots: BTreeMap<&str, i32> = BTreeMap::new();
     for request in batch {
@@ -362,13 +245,13 @@ async fn apply(
         .iter()
         .map(|row| {
             let refused: i32 = row.get(0);
-            Answer {
+            let answer = Answer {
                 refused: (refused > 0).then(|| refused as usize - 1),
                 counts: row.get(1),
                 now: row.get(2),
                 micros: row.get(3),
-                generation: row.get(4),
-            }
+            };
+            (answer, row.get(4))
         })
         .collect();
     Ok((answers, started))

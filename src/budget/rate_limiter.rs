@@ -37,10 +37,10 @@ use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use super::error::StoreError;
-use super::store::{BudgetBackend, BudgetFuture, CountMode};
+use super::store::{Ask, BudgetBackend, BudgetFuture, CountMode};
 use super::{sqlite, BucketKeys, Budget, Decided, Decision, StoreClock, WindowCount};
 use crate::faults::Fault;
-use crate::sqlite::storage::{Storage, MIN_FREE_BYTES};
+use crate::sqlite::storage::{NotReady, Storage};
 use crate::sqlite::DbError;
 
 /// How long a budget transaction waits for another writer's lock before the
@@ -284,19 +284,14 @@ impl BudgetBackend for SqliteCounters {
         StoreClock::Caller
     }
 
-    fn spend<'a>(
-        &'a self,
-        budget: &'a Arc<Budget>,
-        keys: &'a BucketKeys,
-        now: i64,
-    ) -> BudgetFuture<'a, (Decided, Option<i64>)> {
+    fn spend<'a>(&'a self, ask: Ask<'a>) -> BudgetFuture<'a, (Decided, Option<i64>)> {
         async move {
             let answer = self
                 .limiter
                 .send(Spend {
-                    budget: budget.clone(),
-                    keys: keys.clone(),
-                    now,
+                    budget: ask.budget.clone(),
+                    keys: ask.keys.clone(),
+                    now: ask.now,
                 })
                 .await?;
             match answer.await {
@@ -316,24 +311,18 @@ impl BudgetBackend for SqliteCounters {
         .boxed()
     }
 
-    fn counts<'a>(
-        &'a self,
-        budget: &'a Arc<Budget>,
-        keys: &'a BucketKeys,
-        now: i64,
-        mode: CountMode,
-    ) -> BudgetFuture<'a, Vec<WindowCount>> {
+    fn counts<'a>(&'a self, ask: Ask<'a>, mode: CountMode) -> BudgetFuture<'a, Vec<WindowCount>> {
         async move {
             let counts = self
                 .limiter
                 .send(Counts {
-                    budget: budget.clone(),
-                    keys: keys.clone(),
-                    now,
+                    budget: ask.budget.clone(),
+                    keys: ask.keys.clone(),
+                    now: ask.now,
                     mode,
                 })
                 .await??;
-            Ok(budget.window_counts(&counts, now))
+            Ok(ask.budget.window_counts(&counts, ask.now))
         }
         .boxed()
     }
@@ -343,17 +332,11 @@ impl BudgetBackend for SqliteCounters {
     }
 
     fn check_files(&self) -> Result<(), String> {
-        self.storage.check().map_err(|fault| {
-            tracing::error!(%fault, "readiness: budget database file");
-            format!("the budget database file is {}", fault.short())
-        })?;
-        match self.storage.free_bytes() {
-            Ok(free) if free < MIN_FREE_BYTES => {
-                tracing::error!(free, "readiness: the budget database's filesystem is full");
-                Err("the budget database's disk is full".to_owned())
-            }
-            _ => Ok(()),
-        }
+        // Free space that cannot be read fails nothing, and is not worth a line.
+        self.storage
+            .check_ready("budget database")
+            .map(drop)
+            .map_err(NotReady::into_reason)
     }
 }
 

@@ -20,71 +20,35 @@
 //! `AGENT_PAGES_REDIS_TIMEOUT_MS`) as unavailable ([`StoreError::unavailable`]). The connection
 //! is made lazily on the first call, so the service starts while Redis is down.
 //!
-//! **Recovery.** redis-rs's `ConnectionManager` remakes a connection that dropped.
-//! It keeps one that answers, though, even when every answer is a fault the server
-//! will not fix by itself on that connection; [`Link`] replaces those:
-//! - an authentication failure (the handshake refused, `NOAUTH`, `WRONGPASS`): the
-//!   password changed, or the server came back requiring one;
-//! - a wrong role (`READONLY`, `MASTERDOWN`): the address now leads to a replica
-//!   (a failover behind one DNS name, VIP or Service, or a start against a
-//!   replica); a new connection reaches whichever server the address leads to now;
-//! - silence: a call ran out its deadline and nothing came back on the connection
-//!   for [`SILENT_LIMIT`] (a half-open connection to a host that vanished, which
-//!   TCP would only notice after many minutes).
-//!
-//! Faults the server fixes by itself (`LOADING`, `BUSY`, `OOM`, `NOPERM` after an
-//! ACL edit, which Redis applies to open connections) keep the connection. A
-//! replacement is bounded: the first of an incident is made at once, each further
-//! one waits twice as long as the one before, from [`MIN_BACKOFF`] up to
-//! [`MAX_BACKOFF`], back to the start after an answer. So a server whose fault was
-//! fixed is reached again within [`MAX_BACKOFF`] plus one connect (driven by
-//! requests, or by `/readyz`, whose check is a write through the same path), and a
-//! broken one sees at most one new connection every [`MAX_BACKOFF`] per replica.
-//! Every call that met the fault is answered 503 `budget-unavailable`.
-//!
-//! A connection is also checked while no request uses it ([`LINK_CHECK_INTERVAL`],
-//! a `PING` noted as a call is): a replica with no traffic while Redis restarted
-//! has its connection remade in the background, so its first search afterwards is
-//! served rather than spent on discovering the dead connection.
+//! **Recovery.** A connection that keeps answering with faults the server will not
+//! fix by itself, or stays silent, is replaced, with a backoff; one that no request
+//! uses is checked in the background (`redis/link.rs`).
 //!
 //! `rediss://` connects over TLS (rustls with ring), verifying the server against
 //! the system's root certificates, or those in `SSL_CERT_FILE` / `SSL_CERT_DIR`.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use ::redis::aio::ConnectionManagerConfig;
 use ::redis::{ErrorKind, RedisError, Script};
 
 use futures_util::FutureExt as _;
 
 use super::error::StoreError;
-use super::store::{BudgetBackend, BudgetFuture, CountMode};
-use super::{BucketKeys, Budget, Decided, StoreClock, WindowCount};
+use super::server::{Answer, Mode, ServerCounters};
+use super::store::{Ask, BudgetFuture};
+
+mod link;
+
+use link::{check_link, Link};
+pub use link::{LINK_CHECK_INTERVAL, MAX_BACKOFF, MIN_BACKOFF, SILENT_LIMIT};
 
 /// How long one Redis call may take before the request is answered without it.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_millis(50);
 
 /// The pause before the client's single connection retry.
 const RETRY_DELAY: Duration = Duration::from_millis(5);
-
-/// The pause after a connection replacement before the second of an incident;
-/// it doubles with each further one.
-pub const MIN_BACKOFF: Duration = Duration::from_millis(100);
-
-/// The longest pause between two replacements: a broken server sees at most one
-/// new connection this often from each replica, and a fixed one is reached again
-/// at most this long after the fix (plus one connect).
-pub const MAX_BACKOFF: Duration = Duration::from_secs(2);
-
-/// A call that ran out its deadline replaces its connection when nothing at all
-/// came back on that connection for this long: the connection is taken for dead.
-pub const SILENT_LIMIT: Duration = Duration::from_secs(1);
-
-/// How often the connection is checked while no request uses it: a replica that
-/// had no request while Redis restarted is connected again about this long after
-/// Redis is back.
-pub const LINK_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The one script behind spend, peek and record.
 ///
@@ -144,12 +108,12 @@ return out
 "#;
 
 /// Where and how to reach the shared store.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct RedisSettings {
     /// `redis://[user:password@]host[:port][/db]`, or `rediss://…` for TLS
     /// (verified against the system's root certificates; `SSL_CERT_FILE` names
     /// others). Valkey accepts the same. Holds the password, so it is never logged.
-    pub url: String,
+    pub url: SecretUrl,
     /// The deadline of one call (connection included); past it the caller gets
     /// an unavailable [`StoreError`].
     pub call_timeout: Duration,
@@ -158,13 +122,21 @@ pub struct RedisSettings {
     pub server_clock: bool,
 }
 
-impl std::fmt::Debug for RedisSettings {
+/// A URL that may hold a password: its `Debug` shows `"<redacted>"`, so settings
+/// holding one can be logged whole.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretUrl(String);
+
+impl SecretUrl {
+    /// The URL itself, for the client that connects with it (never for a log).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisSettings")
-            .field("url", &"<redacted>")
-            .field("call_timeout", &self.call_timeout)
-            .field("server_clock", &self.server_clock)
-            .finish()
+        std::fmt::Debug::fmt("<redacted>", f)
     }
 }
 
@@ -172,7 +144,7 @@ impl RedisSettings {
     /// Settings for `url` with the default deadline and the server's clock.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
-            url: url.into(),
+            url: SecretUrl(url.into()),
             call_timeout: DEFAULT_CALL_TIMEOUT,
             server_clock: true,
         }
@@ -214,17 +186,6 @@ pub struct RedisCounters {
     server_clock: bool,
 }
 
-/// What one run of the script answered.
-struct Answer {
-    /// The server's unix seconds (or the caller's) the windows were aligned with.
-    now: i64,
-    /// Microseconds past `now` (0 with the caller's time).
-    micros: i64,
-    /// 0-based index of the refusing window.
-    refused: Option<usize>,
-    counts: Vec<i64>,
-}
-
 impl RedisCounters {
     /// A handle that connects on its first call (no I/O here, so the service starts
     /// while Redis is down). Call inside a Tokio runtime.
@@ -252,90 +213,25 @@ impl RedisCounters {
         })
     }
 
-    /// Whose clock the windows follow: the server's (`TIME`), or the `now` each
-    /// caller passes (tests with a manual clock).
-    pub fn clock(&self) -> StoreClock {
-        if self.server_clock {
-            StoreClock::Own
-        } else {
-            StoreClock::Caller
-        }
-    }
-
     /// How many connections were made to replace a faulty one so far.
     pub fn replacements(&self) -> u64 {
-        self.link.state.lock().map(|s| s.generation).unwrap_or(0)
+        self.link.replacements()
     }
 
-    /// Counts one request in every window of `budget` for `keys` if all are under
-    /// their limits, else nothing; decided in the server's time (`now` is used only
-    /// without the server clock).
-    pub async fn spend(
-        &self,
-        budget: &Budget,
-        keys: &BucketKeys,
-        now: i64,
-    ) -> Result<Decided, StoreError> {
-        let answer = self.run("spend", budget, keys, now).await?;
-        let mut counts: Vec<Option<i64>> = answer.counts.into_iter().map(Some).collect();
-        if let Some(i) = answer.refused {
-            counts.truncate(i);
-            counts.push(None);
-        }
-        let decision = budget.decide(&counts, answer.now);
-        let window_left = answer.refused.map(|i| {
-            let whole = budget.windows[i].seconds_left(answer.now);
-            Duration::from_secs(whole as u64)
-                .saturating_sub(Duration::from_micros(answer.micros as u64))
-        });
-        Ok(Decided {
-            decision,
-            window_left,
-        })
-    }
-
-    /// The counts of `keys` in their current windows, unchanged, with the seconds
-    /// each window has left by the server's clock.
-    pub async fn peek(
-        &self,
-        budget: &Budget,
-        keys: &BucketKeys,
-        now: i64,
-    ) -> Result<Vec<WindowCount>, StoreError> {
-        let answer = self.run("peek", budget, keys, now).await?;
-        Ok(budget.window_counts(&answer.counts, answer.now))
-    }
-
-    /// Counts one event in every window of `keys` whatever the limits; the new
-    /// counts, with the seconds each window has left by the server's clock.
-    pub async fn record(
-        &self,
-        budget: &Budget,
-        keys: &BucketKeys,
-        now: i64,
-    ) -> Result<Vec<WindowCount>, StoreError> {
-        let answer = self.run("record", budget, keys, now).await?;
-        Ok(budget.window_counts(&answer.counts, answer.now))
-    }
-
-    async fn run(
-        &self,
-        mode: &str,
-        budget: &Budget,
-        keys: &BucketKeys,
-        now: i64,
-    ) -> Result<Answer, StoreError> {
+    /// One run of the script for `ask`.
+    async fn run(&self, mode: Mode, ask: Ask<'_>) -> Result<Answer, StoreError> {
+        let keys = &ask.keys.0;
         let mut invocation = self.script.prepare_invoke();
-        for key in &keys.0 {
-            invocation.key(key_name(&keys.0[0], key));
+        for key in keys {
+            invocation.key(key_name(&keys[0], key));
         }
-        invocation.arg(mode);
+        invocation.arg(mode.name());
         if self.server_clock {
             invocation.arg("");
         } else {
-            invocation.arg(now);
+            invocation.arg(ask.now);
         }
-        for window in &budget.windows {
+        for window in &ask.budget.windows {
             invocation.arg(window.seconds).arg(window.limit);
         }
         let (mut connection, generation) = self.link.current();
@@ -359,7 +255,7 @@ impl RedisCounters {
                     reply
                 }
             };
-        let n = budget.windows.len();
+        let n = ask.budget.windows.len();
         if reply.len() != n + 3 || reply[2] < 0 || reply[2] as usize > n {
             return Err(StoreError::bug(format!(
                 "the budget script answered {} values for {n} windows",
@@ -375,195 +271,21 @@ impl RedisCounters {
     }
 }
 
-impl BudgetBackend for RedisCounters {
-    fn kind(&self) -> &'static str {
-        "redis"
+impl ServerCounters for RedisCounters {
+    const KIND: &'static str = "redis";
+
+    fn server_clock(&self) -> bool {
+        self.server_clock
     }
 
-    fn clock(&self) -> StoreClock {
-        RedisCounters::clock(self)
-    }
-
-    fn spend<'a>(
-        &'a self,
-        budget: &'a Arc<Budget>,
-        keys: &'a BucketKeys,
-        now: i64,
-    ) -> BudgetFuture<'a, (Decided, Option<i64>)> {
+    fn call<'a>(&'a self, mode: Mode, ask: Ask<'a>) -> BudgetFuture<'a, (Answer, Option<i64>)> {
         // Redis knows nothing of the corpus: the search reads the generation.
-        async move { Ok((RedisCounters::spend(self, budget, keys, now).await?, None)) }.boxed()
-    }
-
-    fn counts<'a>(
-        &'a self,
-        budget: &'a Arc<Budget>,
-        keys: &'a BucketKeys,
-        now: i64,
-        mode: CountMode,
-    ) -> BudgetFuture<'a, Vec<WindowCount>> {
-        match mode {
-            CountMode::Peek => self.peek(budget, keys, now).boxed(),
-            CountMode::Record => self.record(budget, keys, now).boxed(),
-        }
+        async move { Ok((self.run(mode, ask).await?, None)) }.boxed()
     }
 
     fn sweep(&self, _now: i64, _horizon: i64) -> BudgetFuture<'_, usize> {
         // Every Redis key expires at the end of its window.
         async { Ok(0) }.boxed()
-    }
-}
-
-/// The connection in use, and when a faulty one may be replaced (see the module
-/// docs: which answers replace it, and the backoff).
-struct Link {
-    client: ::redis::Client,
-    config: ConnectionManagerConfig,
-    state: Mutex<LinkState>,
-}
-
-struct LinkState {
-    connection: ConnectionManager,
-    /// Replacements so far: a fault seen on an older connection never replaces a
-    /// newer one.
-    generation: u64,
-    /// The last answer of any kind on this connection, or when it was made.
-    last_answer: Instant,
-    /// No replacement before this moment.
-    next_replacement: Instant,
-    /// The pause after the next replacement.
-    backoff: Duration,
-}
-
-impl Link {
-    fn new(client: ::redis::Client, config: ConnectionManagerConfig) -> Result<Self, RedisError> {
-        let connection = ConnectionManager::new_lazy_with_config(client.clone(), config.clone())?;
-        let now = Instant::now();
-        Ok(Self {
-            client,
-            config,
-            state: Mutex::new(LinkState {
-                connection,
-                generation: 0,
-                last_answer: now,
-                next_replacement: now,
-                backoff: MIN_BACKOFF,
-            }),
-        })
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, LinkState> {
-        // The state stays consistent whatever panicked while it was held.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The connection to call on, and its generation.
-    fn current(&self) -> (ConnectionManager, u64) {
-        let state = self.lock();
-        (state.connection.clone(), state.generation)
-    }
-
-    /// The call on connection `generation` was answered: it works.
-    fn answered(&self, generation: u64) {
-        let mut state = self.lock();
-        if state.generation == generation {
-            state.last_answer = Instant::now();
-            state.backoff = MIN_BACKOFF;
-        }
-    }
-
-    /// The call on connection `generation` failed with `e`.
-    fn failed(&self, generation: u64, e: &RedisError) {
-        if let Some(reason) = needs_new_connection(e) {
-            self.replace(generation, reason);
-        } else if e.code().is_some() {
-            // An error answer of the server (LOADING, NOPERM, …): it is alive.
-            let mut state = self.lock();
-            if state.generation == generation {
-                state.last_answer = Instant::now();
-            }
-        }
-    }
-
-    /// The call on connection `generation` ran out its deadline.
-    fn ran_out(&self, generation: u64) {
-        let silent = self.lock().last_answer.elapsed();
-        if silent >= SILENT_LIMIT {
-            self.replace(
-                generation,
-                "no answer on the connection for a second or more",
-            );
-        }
-    }
-
-    /// Replaces connection `generation` by a new (lazy) one, unless it was replaced
-    /// already or the backoff says not yet.
-    fn replace(&self, generation: u64, reason: &'static str) {
-        let mut state = self.lock();
-        let now = Instant::now();
-        if state.generation != generation || now < state.next_replacement {
-            return;
-        }
-        match ConnectionManager::new_lazy_with_config(self.client.clone(), self.config.clone()) {
-            Ok(connection) => {
-                let first_of_incident = state.backoff == MIN_BACKOFF;
-                state.connection = connection;
-                state.generation += 1;
-                state.last_answer = now;
-                state.next_replacement = now + state.backoff;
-                state.backoff = (state.backoff * 2).min(MAX_BACKOFF);
-                if first_of_incident {
-                    tracing::warn!(
-                        reason,
-                        replacement = state.generation,
-                        "replacing the Redis connection: a new one may reach a server that can count"
-                    );
-                } else {
-                    tracing::debug!(
-                        reason,
-                        replacement = state.generation,
-                        "replacing the Redis connection again"
-                    );
-                }
-            }
-            Err(e) => tracing::error!(error = %e, "cannot make a new Redis connection"),
-        }
-    }
-}
-
-/// Pings the server through `link` every [`LINK_CHECK_INTERVAL`] until the counters
-/// are dropped, each ping bounded by `call_timeout` and its outcome noted as a
-/// call's would be. A connection that died while no request came (Redis restarted,
-/// a failover) is then remade by the client in the background, so the first search
-/// after the server is back finds a working connection instead of discovering the
-/// dead one and being refused (Issue 31 §2). No budget call is ever retried: a
-/// spend runs once or not at all.
-async fn check_link(link: std::sync::Weak<Link>, call_timeout: Duration) {
-    loop {
-        tokio::time::sleep(LINK_CHECK_INTERVAL).await;
-        let Some(link) = link.upgrade() else { return };
-        let (mut connection, generation) = link.current();
-        let command = ::redis::cmd("PING");
-        let ping = command.query_async::<String>(&mut connection);
-        match tokio::time::timeout(call_timeout, ping).await {
-            Err(_) => link.ran_out(generation),
-            Ok(Err(e)) => link.failed(generation, &e),
-            Ok(Ok(_)) => link.answered(generation),
-        }
-    }
-}
-
-/// Why `e` means its connection must be replaced, or `None` when the server (or
-/// the client's own reconnect, for a dropped connection) sets it right by itself.
-fn needs_new_connection(e: &RedisError) -> Option<&'static str> {
-    if e.kind() == ErrorKind::AuthenticationFailed {
-        return Some("the server refused the password (AUTH)");
-    }
-    match e.code()? {
-        "NOAUTH" => Some("the server requires a password (NOAUTH)"),
-        "WRONGPASS" => Some("the server refused the password (WRONGPASS)"),
-        "READONLY" => Some("the server is a read-only replica (READONLY)"),
-        "MASTERDOWN" => Some("the server is a replica without its primary (MASTERDOWN)"),
-        _ => None,
     }
 }
 
@@ -620,7 +342,10 @@ mod tests {
     #[test]
     fn settings_never_show_the_url() {
         let s = RedisSettings::new("redis://:s3cret@cache:6379/2");
-        assert!(!format!("{s:?}").contains("s3cret"));
+        assert_eq!(
+            format!("{s:?}"),
+            "RedisSettings { url: \"<redacted>\", call_timeout: 50ms, server_clock: true }"
+        );
         assert_eq!(s.describe(), "cache:6379/2");
     }
 }

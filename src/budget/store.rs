@@ -3,7 +3,9 @@
 //! learn which store is behind it. A backend is one type implementing
 //! [`BudgetBackend`], as a page store's is one implementing
 //! `crate::page_store::PageBackend`; adding one is a module beside
-//! [`super::redis`] and the line in [`super::open`] that builds it.
+//! [`super::redis`] and the line in [`super::open`] that builds it (a backend whose
+//! server decides a request in one call implements [`super::server::ServerCounters`]
+//! instead, and is one).
 //!
 //! - SQLite (the default): the RateLimiter actor's transaction on the budget
 //!   database (a file of its own beside the page database); processes on one host
@@ -63,6 +65,16 @@ pub enum CountMode {
     Record,
 }
 
+/// One call on the counters: which budget, the client's bucket keys in it (one per
+/// window, in the budget's order), and the caller's unix seconds (the windows' time
+/// only for a backend keeping [`StoreClock::Caller`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    pub budget: &'a Arc<Budget>,
+    pub keys: &'a BucketKeys,
+    pub now: i64,
+}
+
 /// One place the budget counters live. Implementations hold their own connections
 /// and run their own statements, deciding in their own time (see the module docs);
 /// [`BudgetStore`] is the handle everything else uses.
@@ -73,28 +85,18 @@ pub trait BudgetBackend: Send + Sync + 'static {
     /// Whose clock the windows follow.
     fn clock(&self) -> StoreClock;
 
-    /// Counts one request in every window of `budget` for `keys` if all are under
-    /// their limits, else nothing (both-or-neither), decided at `now` when the
-    /// backend keeps [`StoreClock::Caller`], else in its own time; with the corpus
-    /// generation when the backend read it after the spend (`None` otherwise).
-    fn spend<'a>(
-        &'a self,
-        budget: &'a Arc<Budget>,
-        keys: &'a BucketKeys,
-        now: i64,
-    ) -> BudgetFuture<'a, (Decided, Option<i64>)>;
+    /// Counts one request in every window of the budget for the keys of `ask` if
+    /// all are under their limits, else nothing (both-or-neither), decided at its
+    /// `now` when the backend keeps [`StoreClock::Caller`], else in its own time;
+    /// with the corpus generation when the backend read it after the spend (`None`
+    /// otherwise).
+    fn spend<'a>(&'a self, ask: Ask<'a>) -> BudgetFuture<'a, (Decided, Option<i64>)>;
 
-    /// The counts of `keys` in the windows containing `now` ([`CountMode::Peek`]),
-    /// or first one event counted in each whatever the limits
-    /// ([`CountMode::Record`]): each window's count, what it has left, and its
-    /// seconds left by the store's clock.
-    fn counts<'a>(
-        &'a self,
-        budget: &'a Arc<Budget>,
-        keys: &'a BucketKeys,
-        now: i64,
-        mode: CountMode,
-    ) -> BudgetFuture<'a, Vec<WindowCount>>;
+    /// The counts of the keys of `ask` in the windows containing its `now`
+    /// ([`CountMode::Peek`]), or first one event counted in each whatever the
+    /// limits ([`CountMode::Record`]): each window's count, what it has left, and
+    /// its seconds left by the store's clock.
+    fn counts<'a>(&'a self, ask: Ask<'a>, mode: CountMode) -> BudgetFuture<'a, Vec<WindowCount>>;
 
     /// Deletes counters whose window started at least `horizon` seconds before
     /// `now`; how many (a store whose keys expire by themselves answers 0).
@@ -287,7 +289,7 @@ impl BudgetStore {
         now: i64,
     ) -> Result<(Decided, Option<i64>), StoreError> {
         let started = Instant::now();
-        let result = self.backend.spend(budget, keys, now).await;
+        let result = self.backend.spend(Ask { budget, keys, now }).await;
         let outcome = match &result {
             Ok((decided, _)) if matches!(decided.decision, Decision::Refused { .. }) => {
                 CallResult::Refused
@@ -312,7 +314,12 @@ impl BudgetStore {
         mode: CountMode,
     ) -> Result<Vec<WindowCount>, StoreError> {
         let started = Instant::now();
-        let result = self.backend.counts(budget, &keys, now, mode).await;
+        let ask = Ask {
+            budget,
+            keys: &keys,
+            now,
+        };
+        let result = self.backend.counts(ask, mode).await;
         let outcome = if result.is_ok() {
             CallResult::Ok
         } else {

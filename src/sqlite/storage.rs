@@ -193,6 +193,46 @@ impl Storage {
             Ok(u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize)))
         }
     }
+
+    /// Readiness of the file for `/readyz`, named `what` in the log and the answer
+    /// (`database`, `budget database`): [`Storage::check`], then [`MIN_FREE_BYTES`]
+    /// free on its filesystem; each failure is logged. Free space that cannot be
+    /// read fails nothing: its error comes back in the `Ok`, for the caller to note.
+    ///
+    /// Errors: [`NotReady`], saying which, in a few words.
+    pub fn check_ready(&self, what: &str) -> Result<Option<std::io::Error>, NotReady> {
+        self.check().map_err(|fault| {
+            tracing::error!(%fault, "readiness: {what} file");
+            NotReady::File(format!("the {what} file is {}", fault.short()))
+        })?;
+        match self.free_bytes() {
+            Ok(free) if free < MIN_FREE_BYTES => {
+                tracing::error!(free, "readiness: the {what}'s filesystem is full");
+                Err(NotReady::Full(format!("the {what}'s disk is full")))
+            }
+            Ok(_) => Ok(None),
+            Err(e) => Ok(Some(e)),
+        }
+    }
+}
+
+/// Why a database file is not ready ([`Storage::check_ready`]): the few words
+/// `/readyz` answers with (the details went to the log).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotReady {
+    /// The file is not the one opened, or not writable ([`Storage::check`]).
+    File(String),
+    /// Its filesystem has less than [`MIN_FREE_BYTES`] free.
+    Full(String),
+}
+
+impl NotReady {
+    /// The few words for `/readyz`.
+    pub fn into_reason(self) -> String {
+        match self {
+            NotReady::File(reason) | NotReady::Full(reason) => reason,
+        }
+    }
 }
 
 /// Makes a `SIGBUS` say what it most likely is before the process dies of it.
@@ -302,12 +342,19 @@ fn attributes(path: &Path) -> Option<Attributes> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_deleted_or_replaced_file_is_reported() {
+    /// A file `db.sqlite3` in a new folder, captured: the folder (kept while the
+    /// test runs), the path, the storage.
+    fn captured() -> (tempfile::TempDir, PathBuf, Storage) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.sqlite3");
         std::fs::write(&path, b"x").unwrap();
         let storage = Storage::capture(&path).unwrap();
+        (dir, path, storage)
+    }
+
+    #[test]
+    fn a_deleted_or_replaced_file_is_reported() {
+        let (dir, path, storage) = captured();
         assert_eq!(storage.check(), Ok(()));
         let moved = dir.path().join("moved");
         std::fs::rename(&path, &moved).unwrap();
@@ -319,12 +366,22 @@ mod tests {
     }
 
     #[test]
+    fn readiness_names_the_file_in_its_answer() {
+        let (dir, path, storage) = captured();
+        assert!(storage.check_ready("budget database").is_ok());
+        std::fs::rename(&path, dir.path().join("moved")).unwrap();
+        let not_ready = storage.check_ready("budget database").unwrap_err();
+        assert_eq!(
+            not_ready,
+            NotReady::File("the budget database file is gone".into())
+        );
+        assert_eq!(not_ready.into_reason(), "the budget database file is gone");
+    }
+
+    #[test]
     fn a_wal_index_that_shrank_is_not_touched() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db.sqlite3");
-        std::fs::write(&path, b"x").unwrap();
+        let (dir, _, storage) = captured();
         let shm = dir.path().join("db.sqlite3-shm");
-        let storage = Storage::capture(&path).unwrap();
         // Not made yet: fine.
         assert_eq!(storage.check_mapped(), Ok(()));
         std::fs::write(&shm, vec![0u8; 65536]).unwrap();

@@ -38,7 +38,7 @@ use super::{
 };
 use crate::domain::{NewPage, PageBody, PageTitle};
 use crate::faults::Fault;
-use crate::sqlite::storage::{Storage, MIN_FREE_BYTES};
+use crate::sqlite::storage::{NotReady, Storage};
 use crate::sqlite::{self, DbError};
 
 /// A migrated page database in a fresh temp folder, for unit tests of what runs
@@ -204,26 +204,22 @@ impl SqlitePages {
     }
 
     /// Readiness of the database: the file is the one open and writable, its
-    /// filesystem has [`MIN_FREE_BYTES`] free, and when the last write failed for
-    /// the storage's sake (or readiness found the disk full), a write that changes
-    /// nothing is kept now.
+    /// filesystem has room ([`Storage::check_ready`]), and when the last write
+    /// failed for the storage's sake (or readiness found the disk full), a write
+    /// that changes nothing is kept now.
     async fn ready(&self) -> Result<(), String> {
-        self.storage.check().map_err(|fault| {
-            tracing::error!(%fault, "readiness: database file");
-            format!("the database file is {}", fault.short())
-        })?;
-        match self.storage.free_bytes() {
-            Ok(free) if free < MIN_FREE_BYTES => {
-                tracing::error!(free, "readiness: the database's filesystem is full");
+        match self.storage.check_ready("database") {
+            Ok(None) => {}
+            Ok(Some(e)) => tracing::warn!(error = %e, "readiness: free space unknown"),
+            Err(NotReady::Full(reason)) => {
                 // Writes may have left the WAL long (its checkpoint could not grow
                 // the database file): once space is back, the probe below and the
                 // checkpoint after it run as after a failed write.
                 *self.write_fault.lock().unwrap_or_else(|e| e.into_inner()) =
                     Some("full".to_owned());
-                return Err("the database's disk is full".to_owned());
+                return Err(reason);
             }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "readiness: free space unknown"),
+            Err(NotReady::File(reason)) => return Err(reason),
         }
         let failing = self
             .write_fault
