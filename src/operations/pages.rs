@@ -44,6 +44,16 @@ pub struct Target<'a> {
     pub pin: Option<&'a [u8]>,
 }
 
+impl<'a> Target<'a> {
+    /// The page `slug` with the PIN `pin` (an MCP tool's required `pin`).
+    pub fn pinned(slug: &'a str, pin: &'a str) -> Self {
+        Self {
+            slug,
+            pin: Some(pin.as_bytes()),
+        }
+    }
+}
+
 /// What a write must find before it is made, beside its PIN. Each face fills them
 /// in one place (`If-Match`, the tools' `expected_version`) and every write checks
 /// them in one (the page store, inside the write's transaction).
@@ -56,6 +66,17 @@ pub struct Conditions {
     /// The idempotency key of a publish (`Idempotency-Key`, the tool's
     /// `idempotency_key`) with the request's fingerprint; other writes ignore it.
     pub idempotency: Option<Idempotency>,
+}
+
+impl Conditions {
+    /// Only a version the page must be at: the conditions of a write other than a
+    /// publish.
+    pub fn expecting(expected_version: Option<i64>) -> Self {
+        Self {
+            expected_version,
+            idempotency: None,
+        }
+    }
 }
 
 /// What a page write answers: the body both faces send, the `RateLimit` values
