@@ -235,11 +235,7 @@ fn invalid_params(id: &Value, what: impl fmt::Display) -> Refusal {
 /// An error answer of the SDK in plain text, as a JSON-RPC error of the same status
 /// (-32600, no `id`); any other answer is `None` (kept as it is).
 pub fn as_json_rpc(status: StatusCode, content_type: Option<&str>, body: &[u8]) -> Option<Refusal> {
-    let json = content_type.is_some_and(|t| {
-        let essence = t.split(';').next().unwrap_or("").trim();
-        essence.eq_ignore_ascii_case("application/json")
-    });
-    if !status.is_client_error() || json {
+    if !status.is_client_error() || content_type.is_some_and(is_json) {
         return None;
     }
     let text = String::from_utf8_lossy(body);
@@ -260,13 +256,14 @@ pub fn declares_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case("application/json")
-        })
+        .is_some_and(is_json)
+}
+
+/// Whether the `Content-Type` value `content_type` is JSON: its media type (before
+/// any parameter), in any case, is `application/json`.
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json")
 }
 
 #[cfg(test)]

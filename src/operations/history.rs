@@ -10,8 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::error::ApiError;
-use super::pages::{path_slug, Conditions, Target, Written};
-use super::publish_budget;
+use super::pages::{counted, path_slug, spend_and_authorize, Conditions, Target, Written};
 use super::types::{ListQuery, Updated};
 use super::{pin_check, Caller};
 use crate::domain::PageSlug;
@@ -78,8 +77,7 @@ pub async fn rotate_pin(
     let slug = path_slug(target.slug)?;
     crate::pin::check(&input.new_pin)
         .map_err(|e| ApiError::validation("new_pin", e.to_string()))?;
-    let spent = publish_budget::spend(state, &caller.client).await?;
-    let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
+    let (spent, id) = spend_and_authorize(state, caller, &slug, target.pin).await?;
     let hash = crate::pin::hash_off_thread(&state.api.hash_slots, input.new_pin).await?;
     state.pages.store.set_pin_hash(id, hash).await?;
     let version = state
@@ -147,12 +145,7 @@ pub async fn readable(
     target: Target<'_>,
 ) -> Result<(PageSlug, i64), ApiError> {
     let slug = path_slug(target.slug)?;
-    let record = state
-        .pages
-        .store
-        .pin_record(slug.as_str())
-        .await?
-        .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
+    let record = pin_check::pin_record(state, &slug).await?;
     if !record.gone {
         return Ok((slug, record.id));
     }
@@ -291,43 +284,32 @@ pub async fn restore(
     input: RestorePage,
     conditions: Conditions,
 ) -> Result<Written<Updated>, ApiError> {
-    let written = restore_version(state, caller, target, input, conditions).await;
-    super::pages::count_write(state, "restore", &written);
-    written
-}
-
-/// [`restore`], uncounted.
-async fn restore_version(
-    state: &AppState,
-    caller: &Caller,
-    target: Target<'_>,
-    input: RestorePage,
-    conditions: Conditions,
-) -> Result<Written<Updated>, ApiError> {
-    let slug = path_slug(target.slug)?;
-    if input.version < 1 {
-        return Err(ApiError::validation(
-            "version",
-            "version must be a whole number from 1",
-        ));
-    }
-    let spent = publish_budget::spend(state, &caller.client).await?;
-    let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
-    let now = state.clock.now();
-    let restored = state
-        .pages
-        .store
-        .restore(id, input.version, now, conditions.expected_version)
-        .await?;
-    match restored {
-        Restored::Done(version) => Ok(Written::spent(
-            Updated {
-                slug: slug.to_string(),
-                version,
-            },
-            spent,
-        )),
-        Restored::NoSuchVersion => Err(no_version(slug.as_str(), input.version)),
-        Restored::Mismatch(stale) => Err(stale.into()),
-    }
+    counted(state, "restore", async {
+        let slug = path_slug(target.slug)?;
+        if input.version < 1 {
+            return Err(ApiError::validation(
+                "version",
+                "version must be a whole number from 1",
+            ));
+        }
+        let (spent, id) = spend_and_authorize(state, caller, &slug, target.pin).await?;
+        let now = state.clock.now();
+        let restored = state
+            .pages
+            .store
+            .restore(id, input.version, now, conditions.expected_version)
+            .await?;
+        match restored {
+            Restored::Done(version) => Ok(Written::spent(
+                Updated {
+                    slug: slug.to_string(),
+                    version,
+                },
+                spent,
+            )),
+            Restored::NoSuchVersion => Err(no_version(slug.as_str(), input.version)),
+            Restored::Mismatch(stale) => Err(stale.into()),
+        }
+    })
+    .await
 }

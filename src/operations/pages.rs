@@ -44,6 +44,16 @@ pub struct Target<'a> {
     pub pin: Option<&'a [u8]>,
 }
 
+impl<'a> Target<'a> {
+    /// The page `slug` with the PIN `pin` (an MCP tool's required `pin`).
+    pub fn pinned(slug: &'a str, pin: &'a str) -> Self {
+        Self {
+            slug,
+            pin: Some(pin.as_bytes()),
+        }
+    }
+}
+
 /// What a write must find before it is made, beside its PIN. Each face fills them
 /// in one place (`If-Match`, the tools' `expected_version`) and every write checks
 /// them in one (the page store, inside the write's transaction).
@@ -56,6 +66,17 @@ pub struct Conditions {
     /// The idempotency key of a publish (`Idempotency-Key`, the tool's
     /// `idempotency_key`) with the request's fingerprint; other writes ignore it.
     pub idempotency: Option<Idempotency>,
+}
+
+impl Conditions {
+    /// Only a version the page must be at: the conditions of a write other than a
+    /// publish.
+    pub fn expecting(expected_version: Option<i64>) -> Self {
+        Self {
+            expected_version,
+            idempotency: None,
+        }
+    }
 }
 
 /// What a page write answers: the body both faces send, the `RateLimit` values
@@ -104,43 +125,34 @@ pub async fn publish(
     input: CreatePage,
     conditions: Conditions,
 ) -> Result<Written<Created>, ApiError> {
-    let written = publish_page(state, caller, input, conditions).await;
-    count_write(state, "publish", &written);
-    written
-}
-
-/// [`publish`], uncounted.
-async fn publish_page(
-    state: &AppState,
-    caller: &Caller,
-    input: CreatePage,
-    conditions: Conditions,
-) -> Result<Written<Created>, ApiError> {
-    let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
-    let Some(idempotency) = &conditions.idempotency else {
-        return create_page(state, caller, page, input.pin).await;
-    };
-    let claim = match idempotency::begin(state, &caller.client, idempotency).await? {
-        Begun::Fresh(claim) => claim,
-        Begun::Replay { status, answer } => {
-            return Ok(Written {
-                answer,
-                spent: None,
-                replayed: Some(status),
-            })
-        }
-    };
-    let created = create_page(state, caller, page, input.pin).await;
-    let (answer, spent) = match created {
-        Ok(Written { answer, spent, .. }) => (Ok(answer), spent),
-        Err(e) => (Err(e), None),
-    };
-    idempotency::end(state, claim, &answer).await;
-    Ok(Written {
-        answer: answer?,
-        spent,
-        replayed: None,
+    counted(state, "publish", async {
+        let page = NewPage::parse(input.slug.as_deref(), &input.title, input.body)?;
+        let Some(idempotency) = &conditions.idempotency else {
+            return create_page(state, caller, page, input.pin).await;
+        };
+        let claim = match idempotency::begin(state, &caller.client, idempotency).await? {
+            Begun::Fresh(claim) => claim,
+            Begun::Replay { status, answer } => {
+                return Ok(Written {
+                    answer,
+                    spent: None,
+                    replayed: Some(status),
+                })
+            }
+        };
+        let created = create_page(state, caller, page, input.pin).await;
+        let (answer, spent) = match created {
+            Ok(Written { answer, spent, .. }) => (Ok(answer), spent),
+            Err(e) => (Err(e), None),
+        };
+        idempotency::end(state, claim, &answer).await;
+        Ok(Written {
+            answer: answer?,
+            spent,
+            replayed: None,
+        })
     })
+    .await
 }
 
 /// The publish budget, then the PIN hash and the write of `page`.
@@ -273,38 +285,27 @@ pub async fn update(
     input: UpdatePage,
     conditions: Conditions,
 ) -> Result<Written<Updated>, ApiError> {
-    let written = update_page(state, caller, target, input, conditions).await;
-    count_write(state, "update", &written);
-    written
-}
-
-/// [`update`], uncounted.
-async fn update_page(
-    state: &AppState,
-    caller: &Caller,
-    target: Target<'_>,
-    input: UpdatePage,
-    conditions: Conditions,
-) -> Result<Written<Updated>, ApiError> {
-    let slug = path_slug(target.slug)?;
-    if input.title.is_none() && input.body.is_none() {
-        return Err(ApiError::validation("title", "give title, body or both"));
-    }
-    let title = input.title.as_deref().map(PageTitle::parse).transpose()?;
-    let body = input.body.map(PageBody::parse).transpose()?;
-    let spent = publish_budget::spend(state, &caller.client).await?;
-    let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
-    let now = state.clock.now();
-    let version = state
-        .pages
-        .store
-        .update_expecting(id, title, body, now, conditions.expected_version)
-        .await??;
-    let answer = Updated {
-        slug: slug.to_string(),
-        version,
-    };
-    Ok(Written::spent(answer, spent))
+    counted(state, "update", async {
+        let slug = path_slug(target.slug)?;
+        if input.title.is_none() && input.body.is_none() {
+            return Err(ApiError::validation("title", "give title, body or both"));
+        }
+        let title = input.title.as_deref().map(PageTitle::parse).transpose()?;
+        let body = input.body.map(PageBody::parse).transpose()?;
+        let (spent, id) = spend_and_authorize(state, caller, &slug, target.pin).await?;
+        let now = state.clock.now();
+        let version = state
+            .pages
+            .store
+            .update_expecting(id, title, body, now, conditions.expected_version)
+            .await??;
+        let answer = Updated {
+            slug: slug.to_string(),
+            version,
+        };
+        Ok(Written::spent(answer, spent))
+    })
+    .await
 }
 
 /// Archives the page `target` names, for `caller`; errors as
@@ -315,9 +316,7 @@ pub async fn archive(
     target: Target<'_>,
     conditions: Conditions,
 ) -> Result<Written<StateChanged>, ApiError> {
-    let written = change_state(state, caller, target, conditions, StateChange::Archive).await;
-    count_write(state, "archive", &written);
-    written
+    change_state(state, caller, target, conditions, StateChange::Archive).await
 }
 
 /// Claims the page `target` names, for `caller`; errors as
@@ -328,20 +327,38 @@ pub async fn claim(
     target: Target<'_>,
     conditions: Conditions,
 ) -> Result<Written<StateChanged>, ApiError> {
-    let written = change_state(state, caller, target, conditions, StateChange::Claim).await;
-    count_write(state, "claim", &written);
+    change_state(state, caller, target, conditions, StateChange::Claim).await
+}
+
+/// Runs the page write `operation` and counts it in
+/// `agent_pages_page_writes_total`: `ok`, or the kind of problem that refused it.
+pub(crate) async fn counted<T>(
+    state: &AppState,
+    operation: &str,
+    write: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    let written = write.await;
+    let refused = written.as_ref().err().map(|e| e.kind().problem_type);
+    state.metrics.count_page_write(operation, refused);
     written
 }
 
-/// Counts a page write `operation` in `agent_pages_page_writes_total`: `ok`, or the
-/// kind of problem that refused it.
-pub(crate) fn count_write<T>(state: &AppState, operation: &str, written: &Result<T, ApiError>) {
-    let refused = written.as_ref().err().map(|e| e.kind().problem_type);
-    state.metrics.count_page_write(operation, refused);
+/// The publish budget, then the PIN check of the page `slug` with the PIN `pin` as
+/// sent: what every write to an existing page does once its own fields are checked.
+/// Answers the spend and the page's id.
+pub(crate) async fn spend_and_authorize(
+    state: &AppState,
+    caller: &Caller,
+    slug: &PageSlug,
+    pin: Option<&[u8]>,
+) -> Result<(Spent, i64), ApiError> {
+    let spent = publish_budget::spend(state, &caller.client).await?;
+    let id = pin_check::authorize(state, &caller.client, slug, pin).await?;
+    Ok((spent, id))
 }
 
-/// Archive or claim: the slug, then the publish budget, then the PIN check, then
-/// the write.
+/// Archive or claim, counted under its name: the slug, then the publish budget,
+/// then the PIN check, then the write.
 async fn change_state(
     state: &AppState,
     caller: &Caller,
@@ -349,20 +366,26 @@ async fn change_state(
     conditions: Conditions,
     change: StateChange,
 ) -> Result<Written<StateChanged>, ApiError> {
-    let slug = path_slug(target.slug)?;
-    let spent = publish_budget::spend(state, &caller.client).await?;
-    let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
-    let now = state.clock.now();
-    let after = state
-        .pages
-        .store
-        .change_state_expecting(id, change, now, conditions.expected_version)
-        .await??;
-    let answer = StateChanged {
-        slug: after.slug,
-        version: after.version,
-        lifecycle: after.lifecycle,
-        claimed_at: after.claimed_at,
+    let operation = match change {
+        StateChange::Archive => "archive",
+        StateChange::Claim => "claim",
     };
-    Ok(Written::spent(answer, spent))
+    counted(state, operation, async {
+        let slug = path_slug(target.slug)?;
+        let (spent, id) = spend_and_authorize(state, caller, &slug, target.pin).await?;
+        let now = state.clock.now();
+        let after = state
+            .pages
+            .store
+            .change_state_expecting(id, change, now, conditions.expected_version)
+            .await??;
+        let answer = StateChanged {
+            slug: after.slug,
+            version: after.version,
+            lifecycle: after.lifecycle,
+            claimed_at: after.claimed_at,
+        };
+        Ok(Written::spent(answer, spent))
+    })
+    .await
 }

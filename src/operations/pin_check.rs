@@ -8,6 +8,7 @@ use crate::budget::WindowCount;
 use crate::client_ip::ClientIp;
 use crate::domain::PageSlug;
 use crate::metrics::PinFailure;
+use crate::page_store::PinRecord;
 use crate::pin;
 use crate::state::AppState;
 
@@ -57,12 +58,7 @@ pub async fn authorize(
         });
     }
 
-    let page = state
-        .pages
-        .store
-        .pin_record(slug.as_str())
-        .await?
-        .ok_or_else(|| ApiError::no_page(slug.as_str()))?;
+    let page = pin_record(state, slug).await?;
     // A gone (archived or claimed) page is 404 to anyone who cannot show its PIN,
     // as it is on every read: without one, before anything is checked.
     if page.gone && (given.is_none() || page.pin_hash.is_none()) {
@@ -126,6 +122,13 @@ pub async fn authorize(
     } else {
         ApiError::WrongPin
     })
+}
+
+/// The PIN record of the page `slug` (its id, PIN hash and whether it is gone); an
+/// unknown slug is 404.
+pub(super) async fn pin_record(state: &AppState, slug: &PageSlug) -> Result<PinRecord, ApiError> {
+    let record = state.pages.store.pin_record(slug.as_str()).await?;
+    record.ok_or_else(|| ApiError::no_page(slug.as_str()))
 }
 
 /// The first window of `budget` that `keys` has filled, read from the store now

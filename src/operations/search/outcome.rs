@@ -113,7 +113,35 @@ const fn row(
     }
 }
 
-const INVALID: Option<&str> = Some("/problems/invalid-query");
+/// The 400 rows (a query that cannot be searched, the form kept) differ only by
+/// their words.
+const fn invalid(message: &'static str) -> OutcomeKind {
+    row(
+        "400",
+        StatusCode::BAD_REQUEST,
+        Some("/problems/invalid-query"),
+        "Invalid search",
+        message,
+        "invalid",
+    )
+}
+
+/// The two "a store cannot be used now" rows (budget store, page store) differ by
+/// label, problem type and words.
+const fn unavailable(
+    label: &'static str,
+    problem_type: &'static str,
+    message: &'static str,
+) -> OutcomeKind {
+    row(
+        label,
+        StatusCode::SERVICE_UNAVAILABLE,
+        Some(problem_type),
+        "Search is unavailable",
+        message,
+        "busy",
+    )
+}
 
 /// The two "no capacity now" rows (admission, scorer slots) differ only by label.
 const fn busy(label: &'static str) -> OutcomeKind {
@@ -130,32 +158,11 @@ const fn busy(label: &'static str) -> OutcomeKind {
 /// `q` missing or blank.
 pub const MISSING: OutcomeKind = row("303", StatusCode::SEE_OTHER, None, "Search", "", "invalid");
 /// `q` undecodable or repeated.
-pub const MALFORMED: OutcomeKind = row(
-    "400",
-    StatusCode::BAD_REQUEST,
-    INVALID,
-    "Invalid search",
-    "This search could not be read.",
-    "invalid",
-);
+pub const MALFORMED: OutcomeKind = invalid("This search could not be read.");
 /// `q` over 64 chars, raw or normalized.
-pub const TOO_LONG: OutcomeKind = row(
-    "400",
-    StatusCode::BAD_REQUEST,
-    INVALID,
-    "Invalid search",
-    "Search text can be at most 64 characters.",
-    "invalid",
-);
+pub const TOO_LONG: OutcomeKind = invalid("Search text can be at most 64 characters.");
 /// `page` is not a whole number from 1.
-pub const BAD_PAGE: OutcomeKind = row(
-    "400",
-    StatusCode::BAD_REQUEST,
-    INVALID,
-    "Invalid search",
-    "The page number must be a whole number from 1.",
-    "invalid",
-);
+pub const BAD_PAGE: OutcomeKind = invalid("The page number must be a whole number from 1.");
 /// Normalized under 2 chars.
 pub const TOO_SHORT: OutcomeKind = row(
     "short",
@@ -168,22 +175,16 @@ pub const TOO_SHORT: OutcomeKind = row(
 /// No admission permit left.
 pub const OVERLOADED: OutcomeKind = busy("503-admission");
 /// The budget store did not answer in time.
-pub const BUDGET_UNAVAILABLE: OutcomeKind = row(
+pub const BUDGET_UNAVAILABLE: OutcomeKind = unavailable(
     "503-budget",
-    StatusCode::SERVICE_UNAVAILABLE,
-    Some("/problems/budget-unavailable"),
-    "Search is unavailable",
+    "/problems/budget-unavailable",
     "Search is briefly unavailable.",
-    "busy",
 );
 /// The page store could not be read.
-pub const STORAGE_UNAVAILABLE: OutcomeKind = row(
+pub const STORAGE_UNAVAILABLE: OutcomeKind = unavailable(
     "503-storage",
-    StatusCode::SERVICE_UNAVAILABLE,
-    Some("/problems/storage-unavailable"),
-    "Search is unavailable",
+    "/problems/storage-unavailable",
     "The pages cannot be read right now. Please try again in a few seconds.",
-    "busy",
 );
 /// A window of the search budget is full.
 pub const REFUSED: OutcomeKind = row(
