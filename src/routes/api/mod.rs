@@ -10,6 +10,7 @@
 
 pub mod history;
 pub mod openapi;
+mod params;
 mod responses;
 
 use actix_web::http::header;
@@ -26,10 +27,8 @@ use crate::operations::types::{
     CreatePage, Created, ListQuery, PageList, PageView, StateChanged, UpdatePage, Updated,
 };
 use crate::state::AppState;
-use responses::{
-    BodyTimeout, BodyTooLarge, InvalidBody, NotJson, NotModified, PinOrPublishLimited, PinRefused,
-    VersionMismatch, WriteUnavailable,
-};
+use params::{ConditionalRead, PagePath, PinnedWrite};
+use responses::{BodyRefusals, NotModified, PinnedWriteRefusals, WriteUnavailable};
 
 /// The `/api` scope: every API route, with problem documents for unknown paths,
 /// wrong methods and unreadable path or query parameters.
@@ -165,11 +164,8 @@ pub(crate) fn idempotency_key(req: &HttpRequest) -> Result<Option<IdempotencyKey
                 ("Claim" = (operation_id = "claim", parameters(("slug" = "$response.body#/slug"), ("header.X-Page-Pin" = "$request.body#/pin")),
                     description = "Claim it with the PIN it was published with")),
             )),
-        (status = 400, response = inline(InvalidBody)),
+        BodyRefusals,
         (status = 409, description = "The slug is taken (`/problems/conflict`), or the first request with this `Idempotency-Key` is still running (`/problems/idempotency-key-in-flight`, `Retry-After: 1`)", body = Problem, content_type = "application/problem+json"),
-        (status = 413, response = inline(BodyTooLarge)),
-        (status = 415, response = inline(NotJson)),
-        (status = 408, response = inline(BodyTimeout)),
         (status = 422, description = "This `Idempotency-Key` came with another body in the last 24 hours (`/problems/idempotency-key-reused`): nothing was published", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "This client's publish budget is spent (`/problems/publish-rate-limited`), or it holds 1000 live idempotency keys (`/problems/too-many-idempotency-keys`, `Retry-After` until the oldest expires)", body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = i64, description = "Seconds until the refusing window ends, or until the oldest key expires"))),
@@ -237,11 +233,7 @@ pub async fn list(
     get,
     path = "/api/pages/{slug}",
     tag = "pages",
-    params(
-        ("slug" = String, Path, description = "The page's slug"),
-        ("If-None-Match" = Option<String>, Header, description = "Entity tags the client holds (`\"v7\"`, `W/\"v7\"`, a list, or `*`): 304 when one matches the current `ETag` under the weak comparison"),
-        ("If-Modified-Since" = Option<String>, Header, description = "An HTTP-date: 304 when `Last-Modified` is at or before it (whole seconds); ignored with `If-None-Match`, or when it is not one HTTP-date"),
-    ),
+    params(PagePath, ConditionalRead),
     responses(
         (status = 200, description = "The page", body = PageView,
             headers(
@@ -275,22 +267,11 @@ pub async fn get(
     path = "/api/pages/{slug}",
     tag = "pages",
     request_body = UpdatePage,
-    params(
-        ("slug" = String, Path, description = "The page's slug"),
-        ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
-        ("If-Match" = Option<String>, Header, description = "`\"v{version}\"`: write only if the page is at this version (else 412 and nothing changes); `*` or absent: whatever version it is at"),
-    ),
+    params(PinnedWrite),
     responses(
         (status = 200, description = "Updated", body = Updated),
-        (status = 400, response = inline(InvalidBody)),
-        (status = 403, response = inline(PinRefused)),
-        (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 412, response = inline(VersionMismatch)),
-        (status = 413, response = inline(BodyTooLarge)),
-        (status = 415, response = inline(NotJson)),
-        (status = 429, response = inline(PinOrPublishLimited)),
-        (status = 408, response = inline(BodyTimeout)),
-        (status = 503, response = inline(WriteUnavailable)),
+        BodyRefusals,
+        PinnedWriteRefusals,
     )
 )]
 pub async fn update(
@@ -327,19 +308,11 @@ pub(crate) fn spent_headers<T: serde::Serialize>(
     post,
     path = "/api/pages/{slug}/archive",
     tag = "pages",
-    params(
-        ("slug" = String, Path, description = "The page's slug"),
-        ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
-        ("If-Match" = Option<String>, Header, description = "`\"v{version}\"`: write only if the page is at this version (else 412 and nothing changes); `*` or absent: whatever version it is at"),
-    ),
+    params(PinnedWrite),
     responses(
         (status = 200, description = "Archived", body = StateChanged),
         (status = 400, description = "An `X-Page-Pin` that breaks the PIN rules (not UTF-8, say: a header sent in Latin-1)", body = Problem, content_type = "application/problem+json"),
-        (status = 403, response = inline(PinRefused)),
-        (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 412, response = inline(VersionMismatch)),
-        (status = 429, response = inline(PinOrPublishLimited)),
-        (status = 503, response = inline(WriteUnavailable)),
+        PinnedWriteRefusals,
     )
 )]
 pub async fn archive(
@@ -359,19 +332,11 @@ pub async fn archive(
     post,
     path = "/api/pages/{slug}/claim",
     tag = "pages",
-    params(
-        ("slug" = String, Path, description = "The page's slug"),
-        ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
-        ("If-Match" = Option<String>, Header, description = "`\"v{version}\"`: write only if the page is at this version (else 412 and nothing changes); `*` or absent: whatever version it is at"),
-    ),
+    params(PinnedWrite),
     responses(
         (status = 200, description = "Claimed", body = StateChanged),
         (status = 400, description = "An `X-Page-Pin` that breaks the PIN rules (not UTF-8, say: a header sent in Latin-1)", body = Problem, content_type = "application/problem+json"),
-        (status = 403, response = inline(PinRefused)),
-        (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 412, response = inline(VersionMismatch)),
-        (status = 429, response = inline(PinOrPublishLimited)),
-        (status = 503, response = inline(WriteUnavailable)),
+        PinnedWriteRefusals,
     )
 )]
 pub async fn claim(
