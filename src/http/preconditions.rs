@@ -345,17 +345,7 @@ mod tests {
 #[cfg(test)]
 mod read_tests {
     use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (name, value) in pairs {
-            h.append(
-                header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
-                HeaderValue::from_str(value).unwrap(),
-            );
-        }
-        h
-    }
+    use crate::http::origin::tests::headers;
 
     // 1994-11-06T08:49:37Z, the RFC's example date.
     const AT: i64 = 784_111_777;
