@@ -301,50 +301,44 @@ pub(crate) fn spent_headers<T: serde::Serialize>(
     with_spent(response.json(body), spent.as_ref())
 }
 
-/// Archive a page: it leaves the ledger and search at once.
-///
-/// Archiving an archived page changes nothing and answers 200 again.
-#[utoipa::path(
-    post,
-    path = "/api/pages/{slug}/archive",
-    tag = "pages",
-    params(PinnedWrite),
-    responses(
-        (status = 200, description = "Archived", body = StateChanged),
-        (status = 400, description = "An `X-Page-Pin` that breaks the PIN rules (not UTF-8, say: a header sent in Latin-1)", body = Problem, content_type = "application/problem+json"),
-        PinnedWriteRefusals,
-    )
-)]
-pub async fn archive(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    slug: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let archived = pages::archive(&state, &caller, target(&req, &slug), conditions(&req)?).await?;
-    Ok(spent_headers(archived, HttpResponse::Ok()))
+/// Archive and claim: one route each, alike but for the operation of
+/// [`crate::operations::pages`] it calls (`$name`), its path and the word of its 200.
+macro_rules! state_change_routes {
+    ($($(#[doc = $doc:tt])* $name:ident, $path:tt, $done:tt;)+) => {
+        $(
+            $(#[doc = $doc])*
+            #[utoipa::path(
+                post,
+                path = $path,
+                tag = "pages",
+                params(PinnedWrite),
+                responses(
+                    (status = 200, description = $done, body = StateChanged),
+                    (status = 400, description = "An `X-Page-Pin` that breaks the PIN rules (not UTF-8, say: a header sent in Latin-1)", body = Problem, content_type = "application/problem+json"),
+                    PinnedWriteRefusals,
+                )
+            )]
+            pub async fn $name(
+                state: web::Data<AppState>,
+                req: HttpRequest,
+                slug: web::Path<String>,
+            ) -> Result<HttpResponse, ApiError> {
+                let caller = crate::http::caller(&req, &state.trusted_proxies);
+                let target = target(&req, &slug);
+                let changed = pages::$name(&state, &caller, target, conditions(&req)?).await?;
+                Ok(spent_headers(changed, HttpResponse::Ok()))
+            }
+        )+
+    };
 }
 
-/// Claim a page: it leaves the ledger, search and `/p/{slug}` at once.
-///
-/// Claiming a claimed page changes nothing and answers 200 again.
-#[utoipa::path(
-    post,
-    path = "/api/pages/{slug}/claim",
-    tag = "pages",
-    params(PinnedWrite),
-    responses(
-        (status = 200, description = "Claimed", body = StateChanged),
-        (status = 400, description = "An `X-Page-Pin` that breaks the PIN rules (not UTF-8, say: a header sent in Latin-1)", body = Problem, content_type = "application/problem+json"),
-        PinnedWriteRefusals,
-    )
-)]
-pub async fn claim(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    slug: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let claimed = pages::claim(&state, &caller, target(&req, &slug), conditions(&req)?).await?;
-    Ok(spent_headers(claimed, HttpResponse::Ok()))
+state_change_routes! {
+    /// Archive a page: it leaves the ledger and search at once.
+    ///
+    /// Archiving an archived page changes nothing and answers 200 again.
+    archive, "/api/pages/{slug}/archive", "Archived";
+    /// Claim a page: it leaves the ledger, search and `/p/{slug}` at once.
+    ///
+    /// Claiming a claimed page changes nothing and answers 200 again.
+    claim, "/api/pages/{slug}/claim", "Claimed";
 }
