@@ -14,7 +14,7 @@ mod params;
 mod responses;
 
 use actix_web::http::header;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, FromRequest, Handler, HttpRequest, HttpResponse, Responder};
 
 use crate::http::body;
 use crate::http::preconditions::Validators;
@@ -41,53 +41,26 @@ pub fn scope() -> actix_web::Scope {
         .app_data(web::QueryConfig::default().error_handler(|e, _| {
             ApiError::validation("query", format!("query string: {e}")).into()
         }))
-        .service(
-            web::resource("/pages")
-                .route(web::post().to(create))
-                .route(web::get().to(list))
-                .default_service(web::to(|| wrong_method("GET, HEAD, POST"))),
-        )
-        .service(
-            web::resource("/pages/{slug}")
-                .route(web::get().to(get))
-                .route(web::put().to(update))
-                .default_service(web::to(|| wrong_method("GET, HEAD, PUT"))),
-        )
-        .service(
-            web::resource("/pages/{slug}/archive")
-                .route(web::post().to(archive))
-                .default_service(web::to(|| wrong_method("POST"))),
-        )
-        .service(
-            web::resource("/pages/{slug}/claim")
-                .route(web::post().to(claim))
-                .default_service(web::to(|| wrong_method("POST"))),
-        )
-        .service(
-            web::resource("/pages/{slug}/versions")
-                .route(web::get().to(history::versions))
-                .default_service(web::to(|| wrong_method("GET, HEAD"))),
-        )
-        .service(
-            web::resource("/pages/{slug}/versions/{version}")
-                .route(web::get().to(history::version))
-                .default_service(web::to(|| wrong_method("GET, HEAD"))),
-        )
-        .service(
-            web::resource("/pages/{slug}/restore")
-                .route(web::post().to(history::restore))
-                .default_service(web::to(|| wrong_method("POST"))),
-        )
-        .service(
-            web::resource("/pages/{slug}/pin")
-                .route(web::post().to(history::rotate_pin))
-                .default_service(web::to(|| wrong_method("POST"))),
-        )
-        .service(
-            web::resource("/openapi.json")
-                .route(web::get().to(openapi::document))
-                .default_service(web::to(|| wrong_method("GET, HEAD"))),
-        )
+        .service(resource(
+            "/pages",
+            [web::post().to(create), web::get().to(list)],
+            "GET, HEAD, POST",
+        ))
+        .service(resource(
+            "/pages/{slug}",
+            [web::get().to(get), web::put().to(update)],
+            "GET, HEAD, PUT",
+        ))
+        .service(post_only("/pages/{slug}/archive", archive))
+        .service(post_only("/pages/{slug}/claim", claim))
+        .service(get_only("/pages/{slug}/versions", history::versions))
+        .service(get_only(
+            "/pages/{slug}/versions/{version}",
+            history::version,
+        ))
+        .service(post_only("/pages/{slug}/restore", history::restore))
+        .service(post_only("/pages/{slug}/pin", history::rotate_pin))
+        .service(get_only("/openapi.json", openapi::document))
         .default_service(web::to(|| async {
             Err::<HttpResponse, _>(ApiError::NotFound(
                 "no API route here; see /api/openapi.json".into(),
@@ -95,8 +68,39 @@ pub fn scope() -> actix_web::Scope {
         }))
 }
 
-async fn wrong_method(allow: &'static str) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed { allow })
+/// The resource at `path` answering `routes`, and every other method with a 405 that
+/// says `Allow: allow`.
+fn resource<const N: usize>(
+    path: &str,
+    routes: [actix_web::Route; N],
+    allow: &'static str,
+) -> actix_web::Resource {
+    routes
+        .into_iter()
+        .fold(web::resource(path), actix_web::Resource::route)
+        .default_service(web::to(move || async move {
+            Err::<HttpResponse, _>(ApiError::MethodNotAllowed { allow })
+        }))
+}
+
+/// [`resource`] with `GET` (and so `HEAD`) the one method `path` answers.
+fn get_only<F, Args>(path: &str, handler: F) -> actix_web::Resource
+where
+    F: Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
+    resource(path, [web::get().to(handler)], "GET, HEAD")
+}
+
+/// [`resource`] with `POST` the one method `path` answers.
+fn post_only<F, Args>(path: &str, handler: F) -> actix_web::Resource
+where
+    F: Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
+    resource(path, [web::post().to(handler)], "POST")
 }
 
 /// The page `slug` names with the `X-Page-Pin` header of `req`, as sent.
