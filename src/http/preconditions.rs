@@ -279,6 +279,16 @@ impl Validators {
         self.stamp(build().await)
     }
 
+    /// [`Self::respond`] with `body` as the 200's JSON.
+    pub async fn respond_json(
+        &self,
+        req: &HttpRequest,
+        body: impl serde::Serialize,
+    ) -> HttpResponse {
+        self.respond(req, || async { HttpResponse::Ok().json(body) })
+            .await
+    }
+
     fn insert(&self, headers: &mut HeaderMap) {
         let value =
             |text: &str| HeaderValue::from_str(text).expect("a validator is a header value");

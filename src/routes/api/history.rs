@@ -8,15 +8,14 @@ use super::params::{GatedRead, PagePath, PinnedWrite};
 use super::responses::{
     InvalidBody, NoSuchPage, NotJson, NotModified, PinRefused, VersionMismatch,
 };
-use super::{conditions, spent_headers, target};
-use crate::http::body;
+use super::{conditions, page_write, spent_headers, target};
 use crate::http::preconditions::Validators;
 use crate::operations::error::{ApiError, Problem};
 use crate::operations::history::{
     self, PinRotated, RestorePage, RotatePin, VersionList, VersionView,
 };
+use crate::operations::pin_check;
 use crate::operations::types::{ListQuery, Updated};
-use crate::operations::{pages, pin_check};
 use crate::state::AppState;
 
 /// List a page's kept versions, newest first.
@@ -58,7 +57,7 @@ pub async fn versions(
     let validators = Validators::history(listed.newest, page, per_page, state.clock.now());
     Ok(validators
         .pin_gated(&req)
-        .respond(&req, || async { HttpResponse::Ok().json(listed.list) })
+        .respond_json(&req, listed.list)
         .await)
 }
 
@@ -100,10 +99,7 @@ pub async fn version(
     let view: VersionView = history::version_view(&state, &caller, target(&req, &slug), &n).await?;
     // A version never changes: its number is its tag.
     let validators = Validators::version(view.version, Some(view.created_at), state.clock.now());
-    Ok(validators
-        .pin_gated(&req)
-        .respond(&req, || async { HttpResponse::Ok().json(view) })
-        .await)
+    Ok(validators.pin_gated(&req).respond_json(&req, view).await)
 }
 
 /// Restore a kept version: a new version whose title and body are that version's.
@@ -134,9 +130,7 @@ pub async fn restore(
     slug: web::Path<String>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    pages::path_slug(&slug)?;
-    let input: RestorePage = body::read_json(&state.api.bodies, &req, payload).await?;
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let (input, caller): (RestorePage, _) = page_write(&state, &req, &slug, payload).await?;
     let conditions = conditions(&req)?;
     let restored =
         history::restore(&state, &caller, target(&req, &slug), input, conditions).await?;
@@ -175,9 +169,7 @@ pub async fn rotate_pin(
     slug: web::Path<String>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    pages::path_slug(&slug)?;
-    let input: RotatePin = body::read_json(&state.api.bodies, &req, payload).await?;
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let (input, caller): (RotatePin, _) = page_write(&state, &req, &slug, payload).await?;
     let rotated = history::rotate_pin(&state, &caller, target(&req, &slug), input).await?;
     Ok(spent_headers(rotated, HttpResponse::Ok()))
 }

@@ -26,6 +26,7 @@ use crate::operations::pin_check;
 use crate::operations::types::{
     CreatePage, Created, ListQuery, PageList, PageView, StateChanged, UpdatePage, Updated,
 };
+use crate::operations::Caller;
 use crate::state::AppState;
 use params::{ConditionalRead, PagePath, PinnedWrite};
 use responses::{BodyRefusals, NotModified, PinnedWriteRefusals, WriteUnavailable};
@@ -257,9 +258,7 @@ pub async fn get(
     let caller = crate::http::caller(&req, &state.trusted_proxies);
     let page = pages::read(&state, &caller, &slug).await?;
     let validators = Validators::version(page.version, Some(page.updated_at), state.clock.now());
-    Ok(validators
-        .respond(&req, || async { HttpResponse::Ok().json(page) })
-        .await)
+    Ok(validators.respond_json(&req, page).await)
 }
 
 /// Replace a page's title and/or body.
@@ -284,13 +283,24 @@ pub async fn update(
     slug: web::Path<String>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    // A slug that names no page is 404 before a byte of the body is read.
-    pages::path_slug(&slug)?;
-    let input: UpdatePage = body::read_json(&state.api.bodies, &req, payload).await?;
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let (input, caller): (UpdatePage, _) = page_write(&state, &req, &slug, payload).await?;
     let target = target(&req, &slug);
     let updated = pages::update(&state, &caller, target, input, conditions(&req)?).await?;
     Ok(spent_headers(updated, HttpResponse::Ok()))
+}
+
+/// The JSON body of a write to the page `slug` names, and who sends it. Errors: a
+/// slug that names no page is 404 before a byte of the body is read; then the body's
+/// refusals ([`body::read_json`]).
+pub(crate) async fn page_write<T: serde::de::DeserializeOwned>(
+    state: &AppState,
+    req: &HttpRequest,
+    slug: &str,
+    payload: web::Payload,
+) -> Result<(T, Caller), ApiError> {
+    pages::path_slug(slug)?;
+    let input = body::read_json(&state.api.bodies, req, payload).await?;
+    Ok((input, crate::http::caller(req, &state.trusted_proxies)))
 }
 
 /// `response` with `body` as JSON and the spend's `RateLimit` headers.
