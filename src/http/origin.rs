@@ -150,11 +150,13 @@ fn last_forwarded_param(headers: &HeaderMap, param: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use actix_web::http::header::{HeaderName, HeaderValue};
 
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+    /// The headers `pairs` name, in order (a name given twice is sent twice); the
+    /// other request-header tests of `crate::http` build theirs with it too.
+    pub(crate) fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (k, v) in pairs {
             map.append(

@@ -279,6 +279,16 @@ impl Validators {
         self.stamp(build().await)
     }
 
+    /// [`Self::respond`] with `body` as the 200's JSON.
+    pub async fn respond_json(
+        &self,
+        req: &HttpRequest,
+        body: impl serde::Serialize,
+    ) -> HttpResponse {
+        self.respond(req, || async { HttpResponse::Ok().json(body) })
+            .await
+    }
+
     fn insert(&self, headers: &mut HeaderMap) {
         let value =
             |text: &str| HeaderValue::from_str(text).expect("a validator is a header value");
@@ -345,17 +355,7 @@ mod tests {
 #[cfg(test)]
 mod read_tests {
     use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (name, value) in pairs {
-            h.append(
-                header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
-                HeaderValue::from_str(value).unwrap(),
-            );
-        }
-        h
-    }
+    use crate::http::origin::tests::headers;
 
     // 1994-11-06T08:49:37Z, the RFC's example date.
     const AT: i64 = 784_111_777;

@@ -17,10 +17,9 @@ use crate::http::preconditions::Validators;
 use crate::operations::error::ApiError;
 use crate::operations::history;
 use crate::operations::history::VersionList;
-use crate::operations::pages::Target;
-use crate::operations::pin_check::PIN_HEADER;
 use crate::operations::types::ListQuery;
 use crate::page_store::PageVersion;
+use crate::routes::api::target;
 use crate::routes::{error_page, render};
 use crate::state::AppState;
 use crate::templates::format_time;
@@ -74,13 +73,6 @@ struct VersionContext {
     diff: Vec<DiffLine>,
     meta_description: String,
     og_title: String,
-}
-
-fn target<'a>(req: &'a HttpRequest, slug: &'a str) -> Target<'a> {
-    Target {
-        slug,
-        pin: req.headers().get(PIN_HEADER).map(|v| v.as_bytes()),
-    }
 }
 
 /// The line diff of `old` to `new` (Myers, as `similar` computes it).

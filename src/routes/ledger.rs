@@ -134,15 +134,55 @@ pub async fn page(
     req: HttpRequest,
     slug: web::Path<String>,
 ) -> HttpResponse {
-    match find(&state, slug.into_inner()).await {
-        Ok(Some(p)) => {
-            page_validators(&state, &p)
-                .html(crate::routes::theme(&req))
-                .respond(&req, || render_page(&state, &req, p))
+    let view = View::Html {
+        theme: crate::routes::theme(&req),
+    };
+    show(&state, &req, slug.into_inner(), view).await
+}
+
+/// `GET /p/{slug}/raw`: the body as `text/plain; charset=utf-8`; 304 as `/p/{slug}`.
+pub async fn raw(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    slug: web::Path<String>,
+) -> HttpResponse {
+    show(&state, &req, slug.into_inner(), View::Raw).await
+}
+
+/// How [`show`] answers with a page.
+enum View {
+    /// `/p/{slug}`: rendered, in the visitor's `theme`.
+    Html { theme: &'static str },
+    /// `/p/{slug}/raw`: the Markdown body as it is kept.
+    Raw,
+}
+
+/// The page `slug` names in `view`, 304 when the client holds it; the 404 page for an
+/// unknown or non-candidate slug, the error page of a store that cannot answer.
+async fn show(state: &AppState, req: &HttpRequest, slug: String, view: View) -> HttpResponse {
+    let p = match find(state, slug).await {
+        Ok(Some(p)) => p,
+        Ok(None) => return page_not_found(state, req),
+        Err(e) => return internal_error(state, req, e),
+    };
+    let validators = page_validators(state, &p);
+    match view {
+        View::Html { theme } => {
+            validators
+                .html(theme)
+                .respond(req, || render_page(state, req, p))
                 .await
         }
-        Ok(None) => page_not_found(&state, &req),
-        Err(e) => internal_error(&state, &req, e),
+        View::Raw => {
+            validators
+                .respond(req, || async {
+                    HttpResponse::Ok()
+                        .content_type("text/plain; charset=utf-8")
+                        .insert_header(("X-Content-Type-Options", "nosniff"))
+                        .body(p.body)
+                })
+                .await
+        }
     }
 }
 
@@ -171,28 +211,6 @@ async fn render_page(state: &AppState, req: &HttpRequest, p: Page) -> HttpRespon
         },
     };
     render(state, req, StatusCode::OK, "page.html", context)
-}
-
-/// `GET /p/{slug}/raw`: the body as `text/plain; charset=utf-8`; 304 as `/p/{slug}`.
-pub async fn raw(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    slug: web::Path<String>,
-) -> HttpResponse {
-    match find(&state, slug.into_inner()).await {
-        Ok(Some(p)) => {
-            page_validators(&state, &p)
-                .respond(&req, || async {
-                    HttpResponse::Ok()
-                        .content_type("text/plain; charset=utf-8")
-                        .insert_header(("X-Content-Type-Options", "nosniff"))
-                        .body(p.body)
-                })
-                .await
-        }
-        Ok(None) => page_not_found(&state, &req),
-        Err(e) => internal_error(&state, &req, e),
-    }
 }
 
 async fn find(state: &AppState, slug: String) -> Result<Option<Page>, PageStoreError> {

@@ -4,16 +4,18 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::responses::NotModified;
-use super::{conditions, spent_headers, target};
-use crate::http::body;
+use super::params::{GatedRead, PagePath, PinnedWrite};
+use super::responses::{
+    InvalidBody, NoSuchPage, NotJson, NotModified, PinRefused, VersionMismatch,
+};
+use super::{conditions, page_write, spent_headers, target};
 use crate::http::preconditions::Validators;
 use crate::operations::error::{ApiError, Problem};
 use crate::operations::history::{
     self, PinRotated, RestorePage, RotatePin, VersionList, VersionView,
 };
+use crate::operations::pin_check;
 use crate::operations::types::{ListQuery, Updated};
-use crate::operations::{pages, pin_check};
 use crate::state::AppState;
 
 /// List a page's kept versions, newest first.
@@ -26,13 +28,7 @@ use crate::state::AppState;
     get,
     path = "/api/pages/{slug}/versions",
     tag = "pages",
-    params(
-        ("slug" = String, Path, description = "The page's slug"),
-        ListQuery,
-        ("X-Page-Pin" = Option<String>, Header, description = "The page's PIN: needed only when it is archived or claimed"),
-        ("If-None-Match" = Option<String>, Header, description = "Entity tags the client holds (`\"v7\"`, `W/\"v7\"`, a list, or `*`): 304 when one matches the current `ETag` under the weak comparison"),
-        ("If-Modified-Since" = Option<String>, Header, description = "An HTTP-date: 304 when `Last-Modified` is at or before it (whole seconds); ignored with `If-None-Match`, or when it is not one HTTP-date"),
-    ),
+    params(PagePath, ListQuery, GatedRead),
     responses(
         (status = 200, description = "One page of the history", body = VersionList,
             headers(
@@ -61,7 +57,7 @@ pub async fn versions(
     let validators = Validators::history(listed.newest, page, per_page, state.clock.now());
     Ok(validators
         .pin_gated(&req)
-        .respond(&req, || async { HttpResponse::Ok().json(listed.list) })
+        .respond_json(&req, listed.list)
         .await)
 }
 
@@ -73,11 +69,9 @@ pub async fn versions(
     path = "/api/pages/{slug}/versions/{version}",
     tag = "pages",
     params(
-        ("slug" = String, Path, description = "The page's slug"),
+        PagePath,
         ("version" = i64, Path, minimum = 1, description = "The version number"),
-        ("X-Page-Pin" = Option<String>, Header, description = "The page's PIN: needed only when it is archived or claimed"),
-        ("If-None-Match" = Option<String>, Header, description = "Entity tags the client holds (`\"v7\"`, `W/\"v7\"`, a list, or `*`): 304 when one matches the current `ETag` under the weak comparison"),
-        ("If-Modified-Since" = Option<String>, Header, description = "An HTTP-date: 304 when `Last-Modified` is at or before it (whole seconds); ignored with `If-None-Match`, or when it is not one HTTP-date"),
+        GatedRead,
     ),
     responses(
         (status = 200, description = "The version", body = VersionView,
@@ -105,10 +99,7 @@ pub async fn version(
     let view: VersionView = history::version_view(&state, &caller, target(&req, &slug), &n).await?;
     // A version never changes: its number is its tag.
     let validators = Validators::version(view.version, Some(view.created_at), state.clock.now());
-    Ok(validators
-        .pin_gated(&req)
-        .respond(&req, || async { HttpResponse::Ok().json(view) })
-        .await)
+    Ok(validators.pin_gated(&req).respond_json(&req, view).await)
 }
 
 /// Restore a kept version: a new version whose title and body are that version's.
@@ -119,18 +110,14 @@ pub async fn version(
     path = "/api/pages/{slug}/restore",
     tag = "pages",
     request_body = RestorePage,
-    params(
-        ("slug" = String, Path, description = "The page's slug"),
-        ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
-        ("If-Match" = Option<String>, Header, description = "`\"v{version}\"`: write only if the page is at this version (else 412 and nothing changes); `*` or absent: whatever version it is at"),
-    ),
+    params(PinnedWrite),
     responses(
         (status = 200, description = "Restored as a new version", body = Updated),
-        (status = 400, description = "Invalid field or malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
+        (status = 400, response = inline(InvalidBody)),
+        (status = 403, response = inline(PinRefused)),
         (status = 404, description = "No page has this slug, or its history keeps no such version", body = Problem, content_type = "application/problem+json"),
-        (status = 412, description = "`If-Match` names another version than the page's (`/problems/version-mismatch`, with `current_version`): nothing changed", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 412, response = inline(VersionMismatch)),
+        (status = 415, response = inline(NotJson)),
         (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`), or the client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
         (status = 503, description = "The budget or the database cannot answer now (`/problems/budget-unavailable`, `/problems/database-busy`, `/problems/storage-unavailable`); nothing was written", body = Problem, content_type = "application/problem+json",
@@ -143,9 +130,7 @@ pub async fn restore(
     slug: web::Path<String>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    pages::path_slug(&slug)?;
-    let input: RestorePage = body::read_json(&state.api.bodies, &req, payload).await?;
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let (input, caller): (RestorePage, _) = page_write(&state, &req, &slug, payload).await?;
     let conditions = conditions(&req)?;
     let restored =
         history::restore(&state, &caller, target(&req, &slug), input, conditions).await?;
@@ -163,15 +148,15 @@ pub async fn restore(
     tag = "pages",
     request_body = RotatePin,
     params(
-        ("slug" = String, Path, description = "The page's slug"),
+        PagePath,
         ("X-Page-Pin" = String, Header, description = "The page's current PIN"),
     ),
     responses(
         (status = 200, description = "The PIN is replaced", body = PinRotated),
-        (status = 400, description = "Invalid field or malformed JSON", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "PIN missing or wrong, or the page has none", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "Content-Type is not JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 400, response = inline(InvalidBody)),
+        (status = 403, response = inline(PinRefused)),
+        (status = 404, response = inline(NoSuchPage)),
+        (status = 415, response = inline(NotJson)),
         (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`), or the client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
         (status = 503, description = "The budget or the database cannot answer now; nothing was written", body = Problem, content_type = "application/problem+json",
@@ -184,9 +169,7 @@ pub async fn rotate_pin(
     slug: web::Path<String>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    pages::path_slug(&slug)?;
-    let input: RotatePin = body::read_json(&state.api.bodies, &req, payload).await?;
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let (input, caller): (RotatePin, _) = page_write(&state, &req, &slug, payload).await?;
     let rotated = history::rotate_pin(&state, &caller, target(&req, &slug), input).await?;
     Ok(spent_headers(rotated, HttpResponse::Ok()))
 }

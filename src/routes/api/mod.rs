@@ -10,10 +10,11 @@
 
 pub mod history;
 pub mod openapi;
+mod params;
 mod responses;
 
 use actix_web::http::header;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, FromRequest, Handler, HttpRequest, HttpResponse, Responder};
 
 use crate::http::body;
 use crate::http::preconditions::Validators;
@@ -25,11 +26,10 @@ use crate::operations::pin_check;
 use crate::operations::types::{
     CreatePage, Created, ListQuery, PageList, PageView, StateChanged, UpdatePage, Updated,
 };
+use crate::operations::Caller;
 use crate::state::AppState;
-use responses::{
-    BodyTimeout, BodyTooLarge, InvalidBody, NotJson, NotModified, PinOrPublishLimited, PinRefused,
-    VersionMismatch, WriteUnavailable,
-};
+use params::{ConditionalRead, PagePath, PinnedWrite};
+use responses::{BodyRefusals, NotModified, PinnedWriteRefusals, WriteUnavailable};
 
 /// The `/api` scope: every API route, with problem documents for unknown paths,
 /// wrong methods and unreadable path or query parameters.
@@ -42,53 +42,26 @@ pub fn scope() -> actix_web::Scope {
         .app_data(web::QueryConfig::default().error_handler(|e, _| {
             ApiError::validation("query", format!("query string: {e}")).into()
         }))
-        .service(
-            web::resource("/pages")
-                .route(web::post().to(create))
-                .route(web::get().to(list))
-                .default_service(web::to(|| wrong_method("GET, HEAD, POST"))),
-        )
-        .service(
-            web::resource("/pages/{slug}")
-                .route(web::get().to(get))
-                .route(web::put().to(update))
-                .default_service(web::to(|| wrong_method("GET, HEAD, PUT"))),
-        )
-        .service(
-            web::resource("/pages/{slug}/archive")
-                .route(web::post().to(archive))
-                .default_service(web::to(|| wrong_method("POST"))),
-        )
-        .service(
-            web::resource("/pages/{slug}/claim")
-                .route(web::post().to(claim))
-                .default_service(web::to(|| wrong_method("POST"))),
-        )
-        .service(
-            web::resource("/pages/{slug}/versions")
-                .route(web::get().to(history::versions))
-                .default_service(web::to(|| wrong_method("GET, HEAD"))),
-        )
-        .service(
-            web::resource("/pages/{slug}/versions/{version}")
-                .route(web::get().to(history::version))
-                .default_service(web::to(|| wrong_method("GET, HEAD"))),
-        )
-        .service(
-            web::resource("/pages/{slug}/restore")
-                .route(web::post().to(history::restore))
-                .default_service(web::to(|| wrong_method("POST"))),
-        )
-        .service(
-            web::resource("/pages/{slug}/pin")
-                .route(web::post().to(history::rotate_pin))
-                .default_service(web::to(|| wrong_method("POST"))),
-        )
-        .service(
-            web::resource("/openapi.json")
-                .route(web::get().to(openapi::document))
-                .default_service(web::to(|| wrong_method("GET, HEAD"))),
-        )
+        .service(resource(
+            "/pages",
+            [web::post().to(create), web::get().to(list)],
+            "GET, HEAD, POST",
+        ))
+        .service(resource(
+            "/pages/{slug}",
+            [web::get().to(get), web::put().to(update)],
+            "GET, HEAD, PUT",
+        ))
+        .service(post_only("/pages/{slug}/archive", archive))
+        .service(post_only("/pages/{slug}/claim", claim))
+        .service(get_only("/pages/{slug}/versions", history::versions))
+        .service(get_only(
+            "/pages/{slug}/versions/{version}",
+            history::version,
+        ))
+        .service(post_only("/pages/{slug}/restore", history::restore))
+        .service(post_only("/pages/{slug}/pin", history::rotate_pin))
+        .service(get_only("/openapi.json", openapi::document))
         .default_service(web::to(|| async {
             Err::<HttpResponse, _>(ApiError::NotFound(
                 "no API route here; see /api/openapi.json".into(),
@@ -96,8 +69,39 @@ pub fn scope() -> actix_web::Scope {
         }))
 }
 
-async fn wrong_method(allow: &'static str) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed { allow })
+/// The resource at `path` answering `routes`, and every other method with a 405 that
+/// says `Allow: allow`.
+fn resource<const N: usize>(
+    path: &str,
+    routes: [actix_web::Route; N],
+    allow: &'static str,
+) -> actix_web::Resource {
+    routes
+        .into_iter()
+        .fold(web::resource(path), actix_web::Resource::route)
+        .default_service(web::to(move || async move {
+            Err::<HttpResponse, _>(ApiError::MethodNotAllowed { allow })
+        }))
+}
+
+/// [`resource`] with `GET` (and so `HEAD`) the one method `path` answers.
+fn get_only<F, Args>(path: &str, handler: F) -> actix_web::Resource
+where
+    F: Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
+    resource(path, [web::get().to(handler)], "GET, HEAD")
+}
+
+/// [`resource`] with `POST` the one method `path` answers.
+fn post_only<F, Args>(path: &str, handler: F) -> actix_web::Resource
+where
+    F: Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
+    resource(path, [web::post().to(handler)], "POST")
 }
 
 /// The page `slug` names with the `X-Page-Pin` header of `req`, as sent.
@@ -165,11 +169,8 @@ pub(crate) fn idempotency_key(req: &HttpRequest) -> Result<Option<IdempotencyKey
                 ("Claim" = (operation_id = "claim", parameters(("slug" = "$response.body#/slug"), ("header.X-Page-Pin" = "$request.body#/pin")),
                     description = "Claim it with the PIN it was published with")),
             )),
-        (status = 400, response = inline(InvalidBody)),
+        BodyRefusals,
         (status = 409, description = "The slug is taken (`/problems/conflict`), or the first request with this `Idempotency-Key` is still running (`/problems/idempotency-key-in-flight`, `Retry-After: 1`)", body = Problem, content_type = "application/problem+json"),
-        (status = 413, response = inline(BodyTooLarge)),
-        (status = 415, response = inline(NotJson)),
-        (status = 408, response = inline(BodyTimeout)),
         (status = 422, description = "This `Idempotency-Key` came with another body in the last 24 hours (`/problems/idempotency-key-reused`): nothing was published", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "This client's publish budget is spent (`/problems/publish-rate-limited`), or it holds 1000 live idempotency keys (`/problems/too-many-idempotency-keys`, `Retry-After` until the oldest expires)", body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = i64, description = "Seconds until the refusing window ends, or until the oldest key expires"))),
@@ -237,11 +238,7 @@ pub async fn list(
     get,
     path = "/api/pages/{slug}",
     tag = "pages",
-    params(
-        ("slug" = String, Path, description = "The page's slug"),
-        ("If-None-Match" = Option<String>, Header, description = "Entity tags the client holds (`\"v7\"`, `W/\"v7\"`, a list, or `*`): 304 when one matches the current `ETag` under the weak comparison"),
-        ("If-Modified-Since" = Option<String>, Header, description = "An HTTP-date: 304 when `Last-Modified` is at or before it (whole seconds); ignored with `If-None-Match`, or when it is not one HTTP-date"),
-    ),
+    params(PagePath, ConditionalRead),
     responses(
         (status = 200, description = "The page", body = PageView,
             headers(
@@ -261,9 +258,7 @@ pub async fn get(
     let caller = crate::http::caller(&req, &state.trusted_proxies);
     let page = pages::read(&state, &caller, &slug).await?;
     let validators = Validators::version(page.version, Some(page.updated_at), state.clock.now());
-    Ok(validators
-        .respond(&req, || async { HttpResponse::Ok().json(page) })
-        .await)
+    Ok(validators.respond_json(&req, page).await)
 }
 
 /// Replace a page's title and/or body.
@@ -275,22 +270,11 @@ pub async fn get(
     path = "/api/pages/{slug}",
     tag = "pages",
     request_body = UpdatePage,
-    params(
-        ("slug" = String, Path, description = "The page's slug"),
-        ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
-        ("If-Match" = Option<String>, Header, description = "`\"v{version}\"`: write only if the page is at this version (else 412 and nothing changes); `*` or absent: whatever version it is at"),
-    ),
+    params(PinnedWrite),
     responses(
         (status = 200, description = "Updated", body = Updated),
-        (status = 400, response = inline(InvalidBody)),
-        (status = 403, response = inline(PinRefused)),
-        (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 412, response = inline(VersionMismatch)),
-        (status = 413, response = inline(BodyTooLarge)),
-        (status = 415, response = inline(NotJson)),
-        (status = 429, response = inline(PinOrPublishLimited)),
-        (status = 408, response = inline(BodyTimeout)),
-        (status = 503, response = inline(WriteUnavailable)),
+        BodyRefusals,
+        PinnedWriteRefusals,
     )
 )]
 pub async fn update(
@@ -299,13 +283,24 @@ pub async fn update(
     slug: web::Path<String>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    // A slug that names no page is 404 before a byte of the body is read.
-    pages::path_slug(&slug)?;
-    let input: UpdatePage = body::read_json(&state.api.bodies, &req, payload).await?;
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
+    let (input, caller): (UpdatePage, _) = page_write(&state, &req, &slug, payload).await?;
     let target = target(&req, &slug);
     let updated = pages::update(&state, &caller, target, input, conditions(&req)?).await?;
     Ok(spent_headers(updated, HttpResponse::Ok()))
+}
+
+/// The JSON body of a write to the page `slug` names, and who sends it. Errors: a
+/// slug that names no page is 404 before a byte of the body is read; then the body's
+/// refusals ([`body::read_json`]).
+pub(crate) async fn page_write<T: serde::de::DeserializeOwned>(
+    state: &AppState,
+    req: &HttpRequest,
+    slug: &str,
+    payload: web::Payload,
+) -> Result<(T, Caller), ApiError> {
+    pages::path_slug(slug)?;
+    let input = body::read_json(&state.api.bodies, req, payload).await?;
+    Ok((input, crate::http::caller(req, &state.trusted_proxies)))
 }
 
 /// `response` with `body` as JSON and the spend's `RateLimit` headers.
@@ -320,66 +315,44 @@ pub(crate) fn spent_headers<T: serde::Serialize>(
     with_spent(response.json(body), spent.as_ref())
 }
 
-/// Archive a page: it leaves the ledger and search at once.
-///
-/// Archiving an archived page changes nothing and answers 200 again.
-#[utoipa::path(
-    post,
-    path = "/api/pages/{slug}/archive",
-    tag = "pages",
-    params(
-        ("slug" = String, Path, description = "The page's slug"),
-        ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
-        ("If-Match" = Option<String>, Header, description = "`\"v{version}\"`: write only if the page is at this version (else 412 and nothing changes); `*` or absent: whatever version it is at"),
-    ),
-    responses(
-        (status = 200, description = "Archived", body = StateChanged),
-        (status = 400, description = "An `X-Page-Pin` that breaks the PIN rules (not UTF-8, say: a header sent in Latin-1)", body = Problem, content_type = "application/problem+json"),
-        (status = 403, response = inline(PinRefused)),
-        (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 412, response = inline(VersionMismatch)),
-        (status = 429, response = inline(PinOrPublishLimited)),
-        (status = 503, response = inline(WriteUnavailable)),
-    )
-)]
-pub async fn archive(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    slug: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let archived = pages::archive(&state, &caller, target(&req, &slug), conditions(&req)?).await?;
-    Ok(spent_headers(archived, HttpResponse::Ok()))
+/// Archive and claim: one route each, alike but for the operation of
+/// [`crate::operations::pages`] it calls (`$name`), its path and the word of its 200.
+macro_rules! state_change_routes {
+    ($($(#[doc = $doc:tt])* $name:ident, $path:tt, $done:tt;)+) => {
+        $(
+            $(#[doc = $doc])*
+            #[utoipa::path(
+                post,
+                path = $path,
+                tag = "pages",
+                params(PinnedWrite),
+                responses(
+                    (status = 200, description = $done, body = StateChanged),
+                    (status = 400, description = "An `X-Page-Pin` that breaks the PIN rules (not UTF-8, say: a header sent in Latin-1)", body = Problem, content_type = "application/problem+json"),
+                    PinnedWriteRefusals,
+                )
+            )]
+            pub async fn $name(
+                state: web::Data<AppState>,
+                req: HttpRequest,
+                slug: web::Path<String>,
+            ) -> Result<HttpResponse, ApiError> {
+                let caller = crate::http::caller(&req, &state.trusted_proxies);
+                let target = target(&req, &slug);
+                let changed = pages::$name(&state, &caller, target, conditions(&req)?).await?;
+                Ok(spent_headers(changed, HttpResponse::Ok()))
+            }
+        )+
+    };
 }
 
-/// Claim a page: it leaves the ledger, search and `/p/{slug}` at once.
-///
-/// Claiming a claimed page changes nothing and answers 200 again.
-#[utoipa::path(
-    post,
-    path = "/api/pages/{slug}/claim",
-    tag = "pages",
-    params(
-        ("slug" = String, Path, description = "The page's slug"),
-        ("X-Page-Pin" = String, Header, description = "The PIN the page was published with"),
-        ("If-Match" = Option<String>, Header, description = "`\"v{version}\"`: write only if the page is at this version (else 412 and nothing changes); `*` or absent: whatever version it is at"),
-    ),
-    responses(
-        (status = 200, description = "Claimed", body = StateChanged),
-        (status = 400, description = "An `X-Page-Pin` that breaks the PIN rules (not UTF-8, say: a header sent in Latin-1)", body = Problem, content_type = "application/problem+json"),
-        (status = 403, response = inline(PinRefused)),
-        (status = 404, description = "No page has this slug", body = Problem, content_type = "application/problem+json"),
-        (status = 412, response = inline(VersionMismatch)),
-        (status = 429, response = inline(PinOrPublishLimited)),
-        (status = 503, response = inline(WriteUnavailable)),
-    )
-)]
-pub async fn claim(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    slug: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let claimed = pages::claim(&state, &caller, target(&req, &slug), conditions(&req)?).await?;
-    Ok(spent_headers(claimed, HttpResponse::Ok()))
+state_change_routes! {
+    /// Archive a page: it leaves the ledger and search at once.
+    ///
+    /// Archiving an archived page changes nothing and answers 200 again.
+    archive, "/api/pages/{slug}/archive", "Archived";
+    /// Claim a page: it leaves the ledger, search and `/p/{slug}` at once.
+    ///
+    /// Claiming a claimed page changes nothing and answers 200 again.
+    claim, "/api/pages/{slug}/claim", "Claimed";
 }

@@ -2,10 +2,14 @@
 //! `#[utoipa::path]` attributes: `(status = 503, response = inline(WriteUnavailable))`
 //! puts the same description, the [`Problem`] schema as `application/problem+json`
 //! and, where the answer has one, the `Retry-After` header into each route's
-//! OpenAPI entry (the document is as if each route spelled it out).
+//! OpenAPI entry (the document is as if each route spelled it out). The answers that
+//! several routes list together are sets ([`PinnedWriteRefusals`], …): `responses(…,
+//! PinnedWriteRefusals)` lists each of them.
+
+use std::collections::BTreeMap;
 
 use utoipa::openapi::{ContentBuilder, HeaderBuilder, Ref, RefOr, Response, ResponseBuilder};
-use utoipa::{PartialSchema as _, ToResponse, ToSchema as _};
+use utoipa::{IntoResponses, PartialSchema as _, ToResponse, ToSchema as _};
 
 use crate::operations::error::Problem;
 
@@ -52,6 +56,8 @@ problem_responses! {
     InvalidBody => "Invalid field or malformed JSON";
     /// 403 of a PIN-protected route.
     PinRefused => "PIN missing or wrong, or the page has none";
+    /// 404 of a route that names a page in its path.
+    NoSuchPage => "No page has this slug";
     /// 408 of a route reading a body.
     BodyTimeout => "The body did not arrive in full in time; the connection is closed";
     /// 412 of a write with `If-Match`.
@@ -66,6 +72,39 @@ problem_responses! {
     /// 503 of a write: the budget or the database cannot answer now.
     WriteUnavailable => "The request budget cannot be checked right now (`/problems/budget-unavailable`, retry after 1 s), the database is busy with another writer (`/problems/database-busy`, retry after 1 s) or cannot keep a write now (`/problems/storage-unavailable`, retry after 5 s); nothing was written",
         retry_after: "Seconds to wait before retrying";
+}
+
+/// One unit struct per set of shared answers, each an [`IntoResponses`] for
+/// `responses(…)`.
+macro_rules! response_sets {
+    ($($(#[$doc:meta])* $name:ident => [$($status:literal: $answer:ty),+ $(,)?];)+) => {
+        $(
+            $(#[$doc])*
+            pub struct $name;
+
+            impl IntoResponses for $name {
+                fn responses() -> BTreeMap<String, RefOr<Response>> {
+                    BTreeMap::from([
+                        $(($status.to_string(), <$answer as ToResponse>::response().1)),+
+                    ])
+                }
+            }
+        )+
+    };
+}
+
+response_sets! {
+    /// The refusals of a route reading a JSON body: its fields, its time, its size, its
+    /// type.
+    BodyRefusals => [400: InvalidBody, 408: BodyTimeout, 413: BodyTooLarge, 415: NotJson];
+    /// The refusals of a write that needs the page's PIN and honours `If-Match`.
+    PinnedWriteRefusals => [
+        403: PinRefused,
+        404: NoSuchPage,
+        412: VersionMismatch,
+        429: PinOrPublishLimited,
+        503: WriteUnavailable,
+    ];
 }
 
 /// 304 of a conditional read (`If-None-Match` / `If-Modified-Since`): no body, the
