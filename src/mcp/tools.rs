@@ -28,6 +28,7 @@ use crate::operations::types::{
     SLUG_PATTERN,
 };
 use crate::operations::{body, Caller};
+use crate::page_records::StateChange;
 use crate::search::query::QUERY_MAX;
 use crate::state::AppState;
 
@@ -480,8 +481,8 @@ pub async fn call(
         "list_pages" => list_pages(&call).await,
         "publish_page" => publish_page(&call).await,
         "update_page" => update_page(&call).await,
-        "archive_page" => pin_change(&call, Change::Archive).await,
-        "claim_page" => pin_change(&call, Change::Claim).await,
+        "archive_page" => pin_change(&call, StateChange::Archive).await,
+        "claim_page" => pin_change(&call, StateChange::Claim).await,
         "list_versions" => list_versions(&call).await,
         "read_version" => read_version(&call).await,
         "restore_page" => restore_page(&call).await,
@@ -655,20 +656,14 @@ async fn update_page(call: &ToolCall<'_>) -> Result<CallToolResult, ApiError> {
     Ok(structured(to_value(&updated), text))
 }
 
-enum Change {
-    Archive,
-    Claim,
-}
-
-async fn pin_change(call: &ToolCall<'_>, change: Change) -> Result<CallToolResult, ApiError> {
+async fn pin_change(call: &ToolCall<'_>, change: StateChange) -> Result<CallToolResult, ApiError> {
     let input: PinArgs = call.args()?;
     let target = Target::pinned(&input.slug, &input.pin);
     let conditions = Conditions::expecting(input.expected_version);
-    let after: StateChanged = match change {
-        Change::Archive => pages::archive(call.state, call.caller, target, conditions).await?,
-        Change::Claim => pages::claim(call.state, call.caller, target, conditions).await?,
-    }
-    .answer;
+    let after: StateChanged =
+        pages::change_state(call.state, call.caller, target, conditions, change)
+            .await?
+            .answer;
     let text = format!(
         "{} is {} (version {}){}.",
         after.slug,

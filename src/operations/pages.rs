@@ -308,28 +308,6 @@ pub async fn update(
     .await
 }
 
-/// Archives the page `target` names, for `caller`; errors as
-/// `POST /api/pages/{slug}/archive` answers them.
-pub async fn archive(
-    state: &AppState,
-    caller: &Caller,
-    target: Target<'_>,
-    conditions: Conditions,
-) -> Result<Written<StateChanged>, ApiError> {
-    change_state(state, caller, target, conditions, StateChange::Archive).await
-}
-
-/// Claims the page `target` names, for `caller`; errors as
-/// `POST /api/pages/{slug}/claim` answers them.
-pub async fn claim(
-    state: &AppState,
-    caller: &Caller,
-    target: Target<'_>,
-    conditions: Conditions,
-) -> Result<Written<StateChanged>, ApiError> {
-    change_state(state, caller, target, conditions, StateChange::Claim).await
-}
-
 /// Runs the page write `operation` and counts it in
 /// `agent_pages_page_writes_total`: `ok`, or the kind of problem that refused it.
 pub(crate) async fn counted<T>(
@@ -357,9 +335,11 @@ pub(crate) async fn spend_and_authorize(
     Ok((spent, id))
 }
 
-/// Archive or claim, counted under its name: the slug, then the publish budget,
-/// then the PIN check, then the write.
-async fn change_state(
+/// Archives or claims (`change`) the page `target` names, for `caller`, counted
+/// under the change's name: the slug, then the publish budget, then the PIN check,
+/// then the write; errors as `POST /api/pages/{slug}/archive` and `…/claim` answer
+/// them.
+pub async fn change_state(
     state: &AppState,
     caller: &Caller,
     target: Target<'_>,

@@ -6,7 +6,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::params::{GatedRead, PagePath, PinnedWrite};
 use super::responses::{
-    InvalidBody, NoSuchPage, NotJson, NotModified, PinRefused, VersionMismatch,
+    BodyRefusals, NoSuchPage, NotModified, PinOrPublishLimited, PinRefused, VersionMismatch,
+    WriteUnavailable,
 };
 use super::{conditions, page_write, spent_headers, target};
 use crate::http::preconditions::Validators;
@@ -113,15 +114,12 @@ pub async fn version(
     params(PinnedWrite),
     responses(
         (status = 200, description = "Restored as a new version", body = Updated),
-        (status = 400, response = inline(InvalidBody)),
+        BodyRefusals,
         (status = 403, response = inline(PinRefused)),
         (status = 404, description = "No page has this slug, or its history keeps no such version", body = Problem, content_type = "application/problem+json"),
         (status = 412, response = inline(VersionMismatch)),
-        (status = 415, response = inline(NotJson)),
-        (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`), or the client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
-        (status = 503, description = "The budget or the database cannot answer now (`/problems/budget-unavailable`, `/problems/database-busy`, `/problems/storage-unavailable`); nothing was written", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
+        (status = 429, response = inline(PinOrPublishLimited)),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn restore(
@@ -153,14 +151,11 @@ pub async fn restore(
     ),
     responses(
         (status = 200, description = "The PIN is replaced", body = PinRotated),
-        (status = 400, response = inline(InvalidBody)),
+        BodyRefusals,
         (status = 403, response = inline(PinRefused)),
         (status = 404, response = inline(NoSuchPage)),
-        (status = 415, response = inline(NotJson)),
-        (status = 429, description = "Too many wrong PINs (`/problems/too-many-pin-failures`), or the client's publish budget is spent (`/problems/publish-rate-limited`)", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
-        (status = 503, description = "The budget or the database cannot answer now; nothing was written", body = Problem, content_type = "application/problem+json",
-            headers(("Retry-After" = i64, description = "Seconds to wait before retrying"))),
+        (status = 429, response = inline(PinOrPublishLimited)),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn rotate_pin(

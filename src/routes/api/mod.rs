@@ -27,6 +27,7 @@ use crate::operations::types::{
     CreatePage, Created, ListQuery, PageList, PageView, StateChanged, UpdatePage, Updated,
 };
 use crate::operations::Caller;
+use crate::page_records::StateChange;
 use crate::state::AppState;
 use params::{ConditionalRead, PagePath, PinnedWrite};
 use responses::{BodyRefusals, NotModified, PinnedWriteRefusals, WriteUnavailable};
@@ -318,7 +319,7 @@ pub(crate) fn spent_headers<T: serde::Serialize>(
 /// Archive and claim: one route each, alike but for the operation of
 /// [`crate::operations::pages`] it calls (`$name`), its path and the word of its 200.
 macro_rules! state_change_routes {
-    ($($(#[doc = $doc:tt])* $name:ident, $path:tt, $done:tt;)+) => {
+    ($($(#[doc = $doc:tt])* $name:ident, $change:ident, $path:tt, $done:tt;)+) => {
         $(
             $(#[doc = $doc])*
             #[utoipa::path(
@@ -339,7 +340,9 @@ macro_rules! state_change_routes {
             ) -> Result<HttpResponse, ApiError> {
                 let caller = crate::http::caller(&req, &state.trusted_proxies);
                 let target = target(&req, &slug);
-                let changed = pages::$name(&state, &caller, target, conditions(&req)?).await?;
+                let changed =
+                    pages::change_state(&state, &caller, target, conditions(&req)?, StateChange::$change)
+                        .await?;
                 Ok(spent_headers(changed, HttpResponse::Ok()))
             }
         )+
@@ -350,9 +353,9 @@ state_change_routes! {
     /// Archive a page: it leaves the ledger and search at once.
     ///
     /// Archiving an archived page changes nothing and answers 200 again.
-    archive, "/api/pages/{slug}/archive", "Archived";
+    archive, Archive, "/api/pages/{slug}/archive", "Archived";
     /// Claim a page: it leaves the ledger, search and `/p/{slug}` at once.
     ///
     /// Claiming a claimed page changes nothing and answers 200 again.
-    claim, "/api/pages/{slug}/claim", "Claimed";
+    claim, Claim, "/api/pages/{slug}/claim", "Claimed";
 }
