@@ -75,6 +75,13 @@ pub enum CreateRefused {
     SlugTaken(PageSlug),
 }
 
+/// What an update sets: the new title and/or body, `None` keeping the stored one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageEdit {
+    pub title: Option<PageTitle>,
+    pub body: Option<PageBody>,
+}
+
 /// The two one-way state changes of a page (SPEC §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StateChange {

@@ -67,6 +67,9 @@ impl VersionKind {
 /// The terms a page write is made on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteTerms {
+    /// When the write happens (unix seconds): the page's `updated_at` and the
+    /// kept version's `created_at`.
+    pub now: i64,
     /// Versions kept per page, this one included (at least 1): older rows of the
     /// page's history are deleted in the write's transaction.
     pub keep: i64,
@@ -76,9 +79,10 @@ pub struct WriteTerms {
 }
 
 impl WriteTerms {
-    /// Keep `keep` versions, expect nothing.
-    pub fn keeping(keep: i64) -> Self {
+    /// Write at `now`, keep `keep` versions, expect nothing.
+    pub fn keeping(keep: i64, now: i64) -> Self {
         Self {
+            now,
             keep,
             expected: None,
         }

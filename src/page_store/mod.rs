@@ -44,7 +44,7 @@ pub use history::{
 pub use idempotency::{Claimed, KeyClaim, StoredAnswer};
 pub use records::{
     Candidate, CandidateRef, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
-    LedgerPage, Page, PageState, PageSummary, PinRecord, StateChange, Upserted,
+    LedgerPage, Page, PageEdit, PageState, PageSummary, PinRecord, StateChange, Upserted,
 };
 
 /// Why the page store has no answer. Callers answer by kind (503 for the first two,
@@ -96,16 +96,15 @@ pub trait PageBackend: Send + Sync + 'static {
         now: i64,
     ) -> StoreFuture<'_, Result<Created, CreateRefused>>;
 
-    /// Sets title and/or body of page `id` (`None` keeps it) and bumps its version
-    /// and `updated_at`, keeping the new version in its history (an `update`) and
-    /// pruning it to `terms.keep`, all in one transaction; returns the new version.
-    /// A page not at `terms.expected` is left as it is ([`VersionMismatch`]).
+    /// Sets title and/or body of page `id` as `edit` says and bumps its version
+    /// and `updated_at` (to `terms.now`), keeping the new version in its history
+    /// (an `update`) and pruning it to `terms.keep`, all in one transaction;
+    /// returns the new version. A page not at `terms.expected` is left as it is
+    /// ([`VersionMismatch`]).
     fn update(
         &self,
         id: i64,
-        title: Option<PageTitle>,
-        body: Option<PageBody>,
-        now: i64,
+        edit: PageEdit,
         terms: WriteTerms,
     ) -> StoreFuture<'_, Result<i64, VersionMismatch>>;
 
@@ -115,20 +114,13 @@ pub trait PageBackend: Send + Sync + 'static {
         &self,
         id: i64,
         change: StateChange,
-        now: i64,
         terms: WriteTerms,
     ) -> StoreFuture<'_, Result<PageState, VersionMismatch>>;
 
     /// Sets page `id`'s title and body to those of its kept version `version`, as
     /// a new version (a `restore`), on `terms` as [`Self::update`]: the expected
     /// version is checked first, then that the history holds `version`.
-    fn restore(
-        &self,
-        id: i64,
-        version: i64,
-        now: i64,
-        terms: WriteTerms,
-    ) -> StoreFuture<'_, Restored>;
+    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> StoreFuture<'_, Restored>;
 
     /// Replaces page `id`'s PIN hash with `pin_hash` (an argon2id PHC string): the
     /// old PIN stops working at the next check, on every process (PIN checks read
@@ -278,9 +270,10 @@ impl PageStore {
         self.history_versions
     }
 
-    /// The terms of a write expecting `expected`.
-    fn terms(&self, expected: Option<i64>) -> WriteTerms {
+    /// The terms of a write at `now` expecting `expected`.
+    fn terms(&self, now: i64, expected: Option<i64>) -> WriteTerms {
         WriteTerms {
+            now,
             keep: self.history_versions,
             expected,
         }
@@ -375,9 +368,9 @@ impl PageStore {
         now: i64,
         expected: Option<i64>,
     ) -> Result<Result<i64, VersionMismatch>, PageStoreError> {
-        let terms = self.terms(expected);
-        self.timed(self.backend.update(id, title, body, now, terms))
-            .await
+        let terms = self.terms(now, expected);
+        let edit = PageEdit { title, body };
+        self.timed(self.backend.update(id, edit, terms)).await
     }
 
     /// [`PageBackend::change_state`], whatever version the page is at.
@@ -400,8 +393,8 @@ impl PageStore {
         now: i64,
         expected: Option<i64>,
     ) -> Result<Result<PageState, VersionMismatch>, PageStoreError> {
-        let terms = self.terms(expected);
-        self.timed(self.backend.change_state(id, change, now, terms))
+        let terms = self.terms(now, expected);
+        self.timed(self.backend.change_state(id, change, terms))
             .await
     }
 
@@ -413,9 +406,8 @@ impl PageStore {
         now: i64,
         expected: Option<i64>,
     ) -> Result<Restored, PageStoreError> {
-        let terms = self.terms(expected);
-        self.timed(self.backend.restore(id, version, now, terms))
-            .await
+        let terms = self.terms(now, expected);
+        self.timed(self.backend.restore(id, version, terms)).await
     }
 
     /// [`PageBackend::set_pin_hash`].

@@ -23,10 +23,10 @@ use tokio_postgres::{IsolationLevel, Row};
 use super::postgres_history_sql;
 use super::{
     Candidate, ChangedPages, Claimed, CreateRefused, Created, ImportCounts, ImportPage, KeyClaim,
-    LedgerPage, Page, PageBackend, PageState, PageStoreError, PageVersion, PinRecord, Restored,
-    StateChange, StoreFuture, StoredAnswer, VersionList, VersionMismatch, WriteTerms,
+    LedgerPage, Page, PageBackend, PageEdit, PageState, PageStoreError, PageVersion, PinRecord,
+    Restored, StateChange, StoreFuture, StoredAnswer, VersionList, VersionMismatch, WriteTerms,
 };
-use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
+use crate::domain::{NewPage, PageSlug, SLUG_MAX};
 use crate::pg::{Call, CallError, Epoch, LastRead, Pg, PgError, PgSettings};
 
 const CANDIDATE: &str = "lifecycle = 'active' AND claimed_at IS NULL";
@@ -345,32 +345,23 @@ impl PageBackend for PostgresPages {
     fn update(
         &self,
         id: i64,
-        title: Option<PageTitle>,
-        body: Option<PageBody>,
-        now: i64,
+        edit: PageEdit,
         terms: WriteTerms,
     ) -> StoreFuture<'_, Result<i64, VersionMismatch>> {
-        self.update_kept(id, title, body, now, terms)
+        self.update_kept(id, edit, terms)
     }
 
     fn change_state(
         &self,
         id: i64,
         change: StateChange,
-        now: i64,
         terms: WriteTerms,
     ) -> StoreFuture<'_, Result<PageState, VersionMismatch>> {
-        self.change_state_kept(id, change, now, terms)
+        self.change_state_kept(id, change, terms)
     }
 
-    fn restore(
-        &self,
-        id: i64,
-        version: i64,
-        now: i64,
-        terms: WriteTerms,
-    ) -> StoreFuture<'_, Restored> {
-        self.restore_kept(id, version, now, terms)
+    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> StoreFuture<'_, Restored> {
+        self.restore_kept(id, version, terms)
     }
 
     fn set_pin_hash(&self, id: i64, pin_hash: String) -> StoreFuture<'_, ()> {
@@ -698,6 +689,7 @@ impl PageBackend for PostgresPages {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{PageBody, PageTitle};
 
     fn page(slug: &str) -> ImportPage {
         ImportPage {

@@ -17,7 +17,7 @@ use super::{
     WriteTerms,
 };
 use crate::domain::{PageBody, PageTitle};
-use crate::page_records::{PageState, StateChange};
+use crate::page_records::{PageEdit, PageState, StateChange};
 
 /// The stale answer of a statement whose `UPDATE` changed nothing.
 fn stale(current: Option<i64>) -> VersionMismatch {
@@ -39,6 +39,18 @@ async fn current_version(
     )
 }
 
+/// The state in a row's first five columns: `slug, current_version, lifecycle,
+/// claimed_at, updated_at`.
+fn state_row(r: &Row) -> PageState {
+    PageState {
+        slug: r.get(0),
+        version: r.get(1),
+        lifecycle: r.get(2),
+        claimed_at: r.get(3),
+        updated_at: r.get(4),
+    }
+}
+
 fn version_row(r: &Row) -> PageVersion {
     PageVersion {
         version: r.get(0),
@@ -54,20 +66,18 @@ impl PostgresPages {
     pub(super) fn update_kept(
         &self,
         id: i64,
-        title: Option<PageTitle>,
-        body: Option<PageBody>,
-        now: i64,
+        edit: PageEdit,
         terms: WriteTerms,
     ) -> StoreFuture<'_, Result<i64, VersionMismatch>> {
         self.call(move |c| {
             Box::pin(async move {
                 let statement = c.prepare_cached(&update_sql()).await?;
-                let title = title.as_ref().map(PageTitle::as_str);
-                let body = body.as_ref().map(PageBody::as_str);
+                let title = edit.title.as_ref().map(PageTitle::as_str);
+                let body = edit.body.as_ref().map(PageBody::as_str);
                 let row = c
                     .query_one(
                         &statement,
-                        &[&id, &title, &body, &now, &terms.expected, &terms.keep],
+                        &[&id, &title, &body, &terms.now, &terms.expected, &terms.keep],
                     )
                     .await?;
                 Ok(match row.get::<_, Option<i64>>(0) {
@@ -83,7 +93,6 @@ impl PostgresPages {
         &self,
         id: i64,
         change: StateChange,
-        now: i64,
         terms: WriteTerms,
     ) -> StoreFuture<'_, Result<PageState, VersionMismatch>> {
         let sql = change_state_sql(change);
@@ -91,15 +100,9 @@ impl PostgresPages {
             Box::pin(async move {
                 let statement = c.prepare_cached(&sql).await?;
                 let r = c
-                    .query_one(&statement, &[&id, &now, &terms.expected, &terms.keep])
+                    .query_one(&statement, &[&id, &terms.now, &terms.expected, &terms.keep])
                     .await?;
-                let state = PageState {
-                    slug: r.get(0),
-                    version: r.get(1),
-                    lifecycle: r.get(2),
-                    claimed_at: r.get(3),
-                    updated_at: r.get(4),
-                };
+                let state = state_row(&r);
                 let changed: bool = r.get(5);
                 if changed {
                     return Ok(Ok(state));
@@ -114,13 +117,7 @@ impl PostgresPages {
                         &[&id],
                     )
                     .await?;
-                let state = PageState {
-                    slug: r.get(0),
-                    version: r.get(1),
-                    lifecycle: r.get(2),
-                    claimed_at: r.get(3),
-                    updated_at: r.get(4),
-                };
+                let state = state_row(&r);
                 Ok(match terms.expected {
                     Some(expected) if state.version != expected => Err(stale(Some(state.version))),
                     _ => Ok(state),
@@ -134,7 +131,6 @@ impl PostgresPages {
         &self,
         id: i64,
         version: i64,
-        now: i64,
         terms: WriteTerms,
     ) -> StoreFuture<'_, Restored> {
         self.call(move |c| {
@@ -143,7 +139,7 @@ impl PostgresPages {
                 let r = c
                     .query_one(
                         &statement,
-                        &[&id, &version, &now, &terms.expected, &terms.keep],
+                        &[&id, &version, &terms.now, &terms.expected, &terms.keep],
                     )
                     .await?;
                 if let Some(new) = r.get::<_, Option<i64>>(0) {

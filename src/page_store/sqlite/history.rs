@@ -9,9 +9,9 @@
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 use super::pages;
-use crate::domain::{NewPage, PageBody, PageTitle};
+use crate::domain::NewPage;
 use crate::page_records::{
-    CreateRefused, Created, ImportCounts, ImportPage, PageState, StateChange, Upserted,
+    CreateRefused, Created, ImportCounts, ImportPage, PageEdit, PageState, StateChange, Upserted,
 };
 use crate::page_store::history::{
     PageVersion, Restored, VersionKind, VersionList, VersionMismatch, VersionSummary, WriteTerms,
@@ -68,15 +68,13 @@ pub fn create(
 pub fn update(
     tx: &Transaction<'_>,
     id: i64,
-    title: Option<&PageTitle>,
-    body: Option<&PageBody>,
-    now: i64,
+    edit: &PageEdit,
     terms: WriteTerms,
 ) -> rusqlite::Result<Result<i64, VersionMismatch>> {
     if let Some(stale) = mismatch(tx, id, terms.expected)? {
         return Ok(Err(stale));
     }
-    let version = pages::update(tx, id, title, body, now)?;
+    let version = pages::update(tx, id, edit.title.as_ref(), edit.body.as_ref(), terms.now)?;
     record(tx, id, VersionKind::Update, terms.keep)?;
     Ok(Ok(version))
 }
@@ -88,7 +86,6 @@ pub fn change_state(
     tx: &Transaction<'_>,
     id: i64,
     change: StateChange,
-    now: i64,
     terms: WriteTerms,
 ) -> rusqlite::Result<Result<PageState, VersionMismatch>> {
     if let Some(stale) = mismatch(tx, id, terms.expected)? {
@@ -99,7 +96,7 @@ pub fn change_state(
         [id],
         |r| r.get(0),
     )?;
-    let after = pages::change_state(tx, id, change, now)?;
+    let after = pages::change_state(tx, id, change, terms.now)?;
     if after.version != before {
         let kind = match change {
             StateChange::Archive => VersionKind::Archive,
@@ -117,7 +114,6 @@ pub fn restore(
     tx: &Transaction<'_>,
     id: i64,
     version: i64,
-    now: i64,
     terms: WriteTerms,
 ) -> rusqlite::Result<Restored> {
     if let Some(stale) = mismatch(tx, id, terms.expected)? {
@@ -130,7 +126,7 @@ pub fn restore(
         "UPDATE pages SET title = ?2, body = ?3, current_version = current_version + 1,
                 updated_at = ?4
          WHERE id = ?1 RETURNING current_version",
-        params![id, old.title, old.body, now],
+        params![id, old.title, old.body, terms.now],
         |r| r.get(0),
     )?;
     record(tx, id, VersionKind::Restore, terms.keep)?;
@@ -269,6 +265,8 @@ mod tests {
     use super::*;
     use rusqlite::TransactionBehavior;
 
+    use crate::domain::PageBody;
+
     use crate::page_store::sqlite::temp_db as db;
 
     fn write<T>(conn: &mut Connection, f: impl FnOnce(&Transaction<'_>) -> T) -> T {
@@ -280,8 +278,12 @@ mod tests {
         out
     }
 
-    fn body(text: &str) -> PageBody {
-        PageBody::parse(text.to_owned()).unwrap()
+    /// An edit of the body alone.
+    fn body(text: &str) -> PageEdit {
+        PageEdit {
+            title: None,
+            body: Some(PageBody::parse(text.to_owned()).unwrap()),
+        }
     }
 
     #[test]
@@ -294,14 +296,7 @@ mod tests {
             .id;
         for (n, text) in ["two", "three", "four"].iter().enumerate() {
             let v = write(&mut conn, |tx| {
-                update(
-                    tx,
-                    id,
-                    None,
-                    Some(&body(text)),
-                    2 + n as i64,
-                    WriteTerms::keeping(3),
-                )
+                update(tx, id, &body(text), WriteTerms::keeping(3, 2 + n as i64))
             })
             .unwrap()
             .unwrap();
@@ -325,45 +320,38 @@ mod tests {
             .unwrap()
             .id;
         write(&mut conn, |tx| {
-            update(
-                tx,
-                id,
-                None,
-                Some(&body("two")),
-                2,
-                WriteTerms::keeping(100),
-            )
+            update(tx, id, &body("two"), WriteTerms::keeping(100, 2))
         })
         .unwrap()
         .unwrap();
         let generation = pages::generation(&conn).unwrap();
         let stale = WriteTerms {
+            now: 3,
             keep: 100,
             expected: Some(1),
         };
-        let refused = write(&mut conn, |tx| {
-            update(tx, id, None, Some(&body("three")), 3, stale)
-        });
+        let refused = write(&mut conn, |tx| update(tx, id, &body("three"), stale));
         assert_eq!(refused, Ok(Err(VersionMismatch { current: 2 })));
-        let refused = write(&mut conn, |tx| restore(tx, id, 1, 3, stale)).unwrap();
+        let refused = write(&mut conn, |tx| restore(tx, id, 1, stale)).unwrap();
         assert_eq!(refused, Restored::Mismatch(VersionMismatch { current: 2 }));
         let refused = write(&mut conn, |tx| {
-            change_state(tx, id, StateChange::Archive, 3, stale)
+            change_state(tx, id, StateChange::Archive, stale)
         });
         assert_eq!(refused, Ok(Err(VersionMismatch { current: 2 })));
         assert_eq!(pages::generation(&conn).unwrap(), generation);
         assert_eq!(versions(&mut conn, id, 0, 10).unwrap().total, 2);
 
         let current = WriteTerms {
+            now: 4,
             keep: 100,
             expected: Some(2),
         };
-        let restored = write(&mut conn, |tx| restore(tx, id, 1, 4, current)).unwrap();
+        let restored = write(&mut conn, |tx| restore(tx, id, 1, current)).unwrap();
         assert_eq!(restored, Restored::Done(3));
         let v3 = version_of(&conn, id, 3).unwrap().unwrap();
         assert_eq!((v3.body.as_str(), v3.kind), ("one", VersionKind::Restore));
         let missing = write(&mut conn, |tx| {
-            restore(tx, id, 9, 5, WriteTerms::keeping(100))
+            restore(tx, id, 9, WriteTerms::keeping(100, 5))
         });
         assert_eq!(missing, Ok(Restored::NoSuchVersion));
     }

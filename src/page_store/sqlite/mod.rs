@@ -32,11 +32,11 @@ pub mod pages;
 
 use super::{
     Candidate, CandidateSink, ChangedPages, Claimed, CreateRefused, Created, ImportCounts,
-    ImportPage, KeyClaim, LedgerPage, Page, PageBackend, PageState, PageStoreError, PageVersion,
-    PinRecord, Restored, StateChange, StoreFuture, StoredAnswer, VersionList, VersionMismatch,
-    WriteTerms,
+    ImportPage, KeyClaim, LedgerPage, Page, PageBackend, PageEdit, PageState, PageStoreError,
+    PageVersion, PinRecord, Restored, StateChange, StoreFuture, StoredAnswer, VersionList,
+    VersionMismatch, WriteTerms,
 };
-use crate::domain::{NewPage, PageBody, PageTitle};
+use crate::domain::NewPage;
 use crate::faults::Fault;
 use crate::sqlite::storage::{NotReady, Storage};
 use crate::sqlite::{self, DbError};
@@ -271,12 +271,10 @@ impl PageBackend for SqlitePages {
     fn update(
         &self,
         id: i64,
-        title: Option<PageTitle>,
-        body: Option<PageBody>,
-        now: i64,
+        edit: PageEdit,
         terms: WriteTerms,
     ) -> StoreFuture<'_, Result<i64, VersionMismatch>> {
-        self.write(move |tx| history::update(tx, id, title.as_ref(), body.as_ref(), now, terms))
+        self.write(move |tx| history::update(tx, id, &edit, terms))
             .boxed()
     }
 
@@ -284,21 +282,14 @@ impl PageBackend for SqlitePages {
         &self,
         id: i64,
         change: StateChange,
-        now: i64,
         terms: WriteTerms,
     ) -> StoreFuture<'_, Result<PageState, VersionMismatch>> {
-        self.write(move |tx| history::change_state(tx, id, change, now, terms))
+        self.write(move |tx| history::change_state(tx, id, change, terms))
             .boxed()
     }
 
-    fn restore(
-        &self,
-        id: i64,
-        version: i64,
-        now: i64,
-        terms: WriteTerms,
-    ) -> StoreFuture<'_, Restored> {
-        self.write(move |tx| history::restore(tx, id, version, now, terms))
+    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> StoreFuture<'_, Restored> {
+        self.write(move |tx| history::restore(tx, id, version, terms))
             .boxed()
     }
 
