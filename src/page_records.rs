@@ -61,7 +61,7 @@ pub enum Upserted {
 
 /// A page the API just created.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Created {
+pub struct CreatedRow {
     pub id: i64,
     pub slug: PageSlug,
     /// Always 1.
@@ -93,7 +93,7 @@ pub enum StateChange {
 
 /// A page's state after archive or claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageState {
+pub struct StateRow {
     pub slug: String,
     pub version: i64,
     /// `active` or `archived`.

@@ -11,7 +11,7 @@ use actix_web::{middleware, web, App, HttpServer};
 use anyhow::Context as _;
 use tracing_actix_web::TracingLogger;
 
-use crate::budget::error::StoreError;
+use crate::budget::error::BudgetStoreError;
 use crate::budget::store::BudgetStore;
 use crate::configuration::Settings;
 use crate::http::own_origins::OwnOrigins;
@@ -418,7 +418,7 @@ fn spawn_background(state: &AppState) {
                     tracing::debug!(deleted, "swept ended budget windows")
                 }
                 Ok(_) => {}
-                Err(StoreError::Closed(_)) => break,
+                Err(BudgetStoreError::Closed(_)) => break,
                 Err(e) => tracing::warn!(error = %e, "sweeping budget windows failed"),
             }
         }

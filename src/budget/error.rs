@@ -1,14 +1,14 @@
-//! [`StoreError`]: why a budget operation has no answer, whichever backend is
+//! [`BudgetStoreError`]: why a budget operation has no answer, whichever backend is
 //! behind [`super::store::BudgetStore`]. Every backend returns it, classed where
 //! the failure happened into the one fault vocabulary ([`Fault`]).
 
 use crate::faults::Fault;
 use crate::sqlite::DbError;
 
-/// Why a budget operation has no answer. Callers answer by [`StoreError::fault`]
+/// Why a budget operation has no answer. Callers answer by [`BudgetStoreError::fault`]
 /// (`crate::faults` says how); the cause is for logs only.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub enum BudgetStoreError {
     /// The store failed, classed by `fault`: [`Fault::Unavailable`] when it cannot
     /// answer now (Redis down or slow; SQLite locked by another writer past its busy
     /// timeout, its disk full, its file not writable, its I/O failing; PostgreSQL
@@ -23,10 +23,10 @@ pub enum StoreError {
     Closed(String),
 }
 
-impl StoreError {
+impl BudgetStoreError {
     /// The store cannot answer now.
     pub fn unavailable(cause: impl Into<String>) -> Self {
-        StoreError::Failed {
+        BudgetStoreError::Failed {
             fault: Fault::Unavailable,
             cause: cause.into(),
         }
@@ -34,17 +34,17 @@ impl StoreError {
 
     /// The store failed for a reason of ours.
     pub fn bug(cause: impl Into<String>) -> Self {
-        StoreError::Failed {
+        BudgetStoreError::Failed {
             fault: Fault::Bug,
             cause: cause.into(),
         }
     }
 
-    /// How it is answered: its class ([`StoreError::Closed`] is unavailable).
+    /// How it is answered: its class ([`BudgetStoreError::Closed`] is unavailable).
     pub fn fault(&self) -> Fault {
         match self {
-            StoreError::Failed { fault, .. } => *fault,
-            StoreError::Closed(_) => Fault::Unavailable,
+            BudgetStoreError::Failed { fault, .. } => *fault,
+            BudgetStoreError::Closed(_) => Fault::Unavailable,
         }
     }
 
@@ -53,7 +53,7 @@ impl StoreError {
     pub fn is_unavailable(&self) -> bool {
         matches!(
             self,
-            StoreError::Failed {
+            BudgetStoreError::Failed {
                 fault: Fault::Unavailable,
                 ..
             }
@@ -61,21 +61,21 @@ impl StoreError {
     }
 }
 
-impl From<DbError> for StoreError {
+impl From<DbError> for BudgetStoreError {
     /// Storage that cannot answer now (a lock held past the busy timeout, a full
     /// disk, I/O: `crate::sqlite::fault`) is unavailability (503), a bug a failure.
     fn from(e: DbError) -> Self {
         if e.fault().is_bug() {
-            StoreError::bug(e.to_string())
+            BudgetStoreError::bug(e.to_string())
         } else {
-            StoreError::unavailable(e.to_string())
+            BudgetStoreError::unavailable(e.to_string())
         }
     }
 }
 
-impl From<actix::MailboxError> for StoreError {
+impl From<actix::MailboxError> for BudgetStoreError {
     /// The RateLimiter actor is gone: the process is shutting down.
     fn from(e: actix::MailboxError) -> Self {
-        StoreError::Closed(format!("rate limiter: {e}"))
+        BudgetStoreError::Closed(format!("rate limiter: {e}"))
     }
 }

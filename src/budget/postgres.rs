@@ -26,7 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use futures_util::FutureExt as _;
 
-use super::error::StoreError;
+use super::error::BudgetStoreError;
 use super::server::{Answer, Mode, ServerCounters};
 use super::store::{Ask, BudgetFuture};
 use super::{BucketKeys, Budget};
@@ -70,7 +70,7 @@ impl PgCounters {
     }
 
     /// Sends `ask` to the batching task and waits for its call.
-    async fn ask(&self, mode: Mode, ask: Ask<'_>) -> Result<(Answer, i64), StoreError> {
+    async fn ask(&self, mode: Mode, ask: Ask<'_>) -> Result<(Answer, i64), BudgetStoreError> {
         let (answer, receive) = oneshot::channel();
         self.queue
             .send(Request {
@@ -80,15 +80,15 @@ impl PgCounters {
                 now: ask.now,
                 answer,
             })
-            .map_err(|_| StoreError::bug("the budget task stopped"))?;
+            .map_err(|_| BudgetStoreError::bug("the budget task stopped"))?;
         let answer = receive
             .await
-            .map_err(|_| StoreError::bug("the budget task stopped"))?;
+            .map_err(|_| BudgetStoreError::bug("the budget task stopped"))?;
         answer.map_err(|e| match e {
             PgError::Down(_) | PgError::Unavailable(_) | PgError::Busy(_) => {
-                StoreError::unavailable(e.to_string())
+                BudgetStoreError::unavailable(e.to_string())
             }
-            PgError::Failed(_) => StoreError::bug(e.to_string()),
+            PgError::Failed(_) => BudgetStoreError::bug(e.to_string()),
         })
     }
 }
@@ -126,7 +126,7 @@ impl ServerCounters for PgCounters {
                     })
                 })
                 .await
-                .map_err(|e| StoreError::unavailable(e.to_string()))
+                .map_err(|e| BudgetStoreError::unavailable(e.to_string()))
         }
         .boxed()
     }

@@ -36,7 +36,7 @@ use futures_util::FutureExt as _;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
-use super::error::StoreError;
+use super::error::BudgetStoreError;
 use super::store::{Ask, BudgetBackend, BudgetFuture, CountMode};
 use super::{sqlite, BucketKeys, Budget, Decided, Decision, StoreClock, WindowCount};
 use crate::faults::Fault;
@@ -66,7 +66,7 @@ pub struct Spend {
 
 /// A committed decision, with the corpus generation read after its batch was
 /// committed (`None` without a [`GenerationProbe`] or when it failed).
-pub type Spent = Result<(Decision, Option<i64>), SpendFailed>;
+pub type SpendOutcome = Result<(Decision, Option<i64>), SpendFailed>;
 
 /// Reads the corpus generation of the page database (on the RateLimiter's
 /// thread, once per committed batch); `None` when it cannot be read now, and the
@@ -74,7 +74,7 @@ pub type Spent = Result<(Decision, Option<i64>), SpendFailed>;
 pub type GenerationProbe = Box<dyn FnMut() -> Option<i64> + Send>;
 
 impl Message for Spend {
-    type Result = oneshot::Receiver<Spent>;
+    type Result = oneshot::Receiver<SpendOutcome>;
 }
 
 /// Why a batch of spends failed; shared by every request in the batch.
@@ -126,7 +126,7 @@ pub struct RateLimiter {
     /// The budget database's files: checked before every transaction, so a WAL
     /// index that became unsafe to touch is an error, never `SIGBUS`.
     storage: Arc<Storage>,
-    pending: Vec<(Spend, oneshot::Sender<Spent>)>,
+    pending: Vec<(Spend, oneshot::Sender<SpendOutcome>)>,
     flush_queued: bool,
     generation: Option<GenerationProbe>,
 }
@@ -158,7 +158,7 @@ impl RateLimiter {
     /// One transaction for `batch`: each spend decided in order, one commit.
     fn decide(
         &mut self,
-        batch: &[(Spend, oneshot::Sender<Spent>)],
+        batch: &[(Spend, oneshot::Sender<SpendOutcome>)],
     ) -> Result<Vec<Decision>, DbError> {
         self.storage.check_mapped()?;
         let tx = self
@@ -302,9 +302,9 @@ impl BudgetBackend for SqliteCounters {
                 }
                 // A lock held too long, a full disk, failing I/O: not ours.
                 Ok(Err(failed)) if !failed.fault.is_bug() => {
-                    Err(StoreError::unavailable(failed.cause))
+                    Err(BudgetStoreError::unavailable(failed.cause))
                 }
-                Ok(Err(failed)) => Err(StoreError::bug(failed.to_string())),
+                Ok(Err(failed)) => Err(BudgetStoreError::bug(failed.to_string())),
                 Err(_) => Err(actix::MailboxError::Closed.into()),
             }
         }

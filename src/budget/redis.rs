@@ -17,7 +17,7 @@
 //! A call never waits long: the client retries a connection once after 5–10 ms,
 //! with 2 × the call deadline as its own connect and response timeouts, and every
 //! call is cut off at the call deadline ([`DEFAULT_CALL_TIMEOUT`], or
-//! `AGENT_PAGES_REDIS_TIMEOUT_MS`) as unavailable ([`StoreError::unavailable`]). The connection
+//! `AGENT_PAGES_REDIS_TIMEOUT_MS`) as unavailable ([`BudgetStoreError::unavailable`]). The connection
 //! is made lazily on the first call, so the service starts while Redis is down.
 //!
 //! **Recovery.** A connection that keeps answering with faults the server will not
@@ -35,7 +35,7 @@ use ::redis::{ErrorKind, RedisError, Script};
 
 use futures_util::FutureExt as _;
 
-use super::error::StoreError;
+use super::error::BudgetStoreError;
 use super::server::{Answer, Mode, ServerCounters};
 use super::store::{Ask, BudgetFuture};
 
@@ -115,7 +115,7 @@ pub struct RedisSettings {
     /// others). Valkey accepts the same. Holds the password, so it is never logged.
     pub url: SecretUrl,
     /// The deadline of one call (connection included); past it the caller gets
-    /// an unavailable [`StoreError`].
+    /// an unavailable [`BudgetStoreError`].
     pub call_timeout: Duration,
     /// `true` (the service): windows are aligned with the Redis server's clock.
     /// `false`: with the `now` each caller passes (tests with a manual clock).
@@ -219,7 +219,7 @@ impl RedisCounters {
     }
 
     /// One run of the script for `ask`.
-    async fn run(&self, mode: Mode, ask: Ask<'_>) -> Result<Answer, StoreError> {
+    async fn run(&self, mode: Mode, ask: Ask<'_>) -> Result<Answer, BudgetStoreError> {
         let keys = &ask.keys.0;
         let mut invocation = self.script.prepare_invoke();
         for key in keys {
@@ -241,7 +241,7 @@ impl RedisCounters {
             {
                 Err(_) => {
                     self.link.ran_out(generation);
-                    return Err(StoreError::unavailable(format!(
+                    return Err(BudgetStoreError::unavailable(format!(
                         "Redis did not answer within {} ms",
                         self.call_timeout.as_millis()
                     )));
@@ -257,7 +257,7 @@ impl RedisCounters {
             };
         let n = ask.budget.windows.len();
         if reply.len() != n + 3 || reply[2] < 0 || reply[2] as usize > n {
-            return Err(StoreError::bug(format!(
+            return Err(BudgetStoreError::bug(format!(
                 "the budget script answered {} values for {n} windows",
                 reply.len()
             )));
@@ -297,10 +297,10 @@ pub fn key_name(first: &str, key: &str) -> String {
 
 /// A failure of the server or the connection is unavailability (503); an answer
 /// this code cannot read is a bug (500).
-fn classify(e: RedisError) -> StoreError {
+fn classify(e: RedisError) -> BudgetStoreError {
     match e.kind() {
-        ErrorKind::Parse | ErrorKind::UnexpectedReturnType => StoreError::bug(e.to_string()),
-        _ => StoreError::unavailable(format!("Redis: {e}")),
+        ErrorKind::Parse | ErrorKind::UnexpectedReturnType => BudgetStoreError::bug(e.to_string()),
+        _ => BudgetStoreError::unavailable(format!("Redis: {e}")),
     }
 }
 

@@ -48,13 +48,13 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 use hashlink::LruCache;
 
-use super::error::StoreError;
+use super::error::BudgetStoreError;
 use super::{BucketKeys, Budget, Decided, Decision, FixedWindow, StoreClock, WindowCount};
 use crate::metrics::CallResult;
 
 /// What every budget-backend call returns: a boxed future (so [`BudgetBackend`] is
-/// object-safe) of the answer or a [`StoreError`].
-pub type BudgetFuture<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
+/// object-safe) of the answer or a [`BudgetStoreError`].
+pub type BudgetFuture<'a, T> = BoxFuture<'a, Result<T, BudgetStoreError>>;
 
 /// What [`BudgetBackend::counts`] does with the counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,9 +195,9 @@ impl BudgetStore {
     }
 
     /// Notes the result of a call: the first unavailability
-    /// ([`StoreError::is_unavailable`]) after an answer logs a warning, the first
+    /// ([`BudgetStoreError::is_unavailable`]) after an answer logs a warning, the first
     /// answer after one logs the recovery.
-    fn observe<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+    fn observe<T>(&self, result: Result<T, BudgetStoreError>) -> Result<T, BudgetStoreError> {
         match &result {
             Err(e) if e.is_unavailable() => self.health.unavailable(self.kind(), e),
             Ok(_) => self.health.answered(self.kind()),
@@ -248,13 +248,13 @@ impl BudgetStore {
     /// the windows' time when the store keeps [`StoreClock::Caller`]; a store with
     /// its own clock decides, and answers `Retry-After` and seconds left, in that.
     ///
-    /// Errors: an unavailable [`StoreError`] when the store did not answer in time.
+    /// Errors: an unavailable [`BudgetStoreError`] when the store did not answer in time.
     pub async fn spend(
         &self,
         budget: &Arc<Budget>,
         keys: BucketKeys,
         now: i64,
-    ) -> Result<Decision, StoreError> {
+    ) -> Result<Decision, BudgetStoreError> {
         let (decision, _) = self.spend_with_generation(budget, keys, now).await?;
         Ok(decision)
     }
@@ -270,7 +270,7 @@ impl BudgetStore {
         budget: &Arc<Budget>,
         keys: BucketKeys,
         now: i64,
-    ) -> Result<(Decision, Option<i64>), StoreError> {
+    ) -> Result<(Decision, Option<i64>), BudgetStoreError> {
         if let Some(refused) = self.known_full(budget, &keys, now) {
             return Ok((refused, None));
         }
@@ -287,7 +287,7 @@ impl BudgetStore {
         budget: &Arc<Budget>,
         keys: &BucketKeys,
         now: i64,
-    ) -> Result<(Decided, Option<i64>), StoreError> {
+    ) -> Result<(Decided, Option<i64>), BudgetStoreError> {
         let started = Instant::now();
         let result = self.backend.spend(Ask { budget, keys, now }).await;
         let outcome = match &result {
@@ -312,7 +312,7 @@ impl BudgetStore {
         keys: BucketKeys,
         now: i64,
         mode: CountMode,
-    ) -> Result<Vec<WindowCount>, StoreError> {
+    ) -> Result<Vec<WindowCount>, BudgetStoreError> {
         let started = Instant::now();
         let ask = Ask {
             budget,
@@ -339,7 +339,7 @@ impl BudgetStore {
     /// key of ours (`ready-second:probe`, hashed; in Redis it expires within a
     /// second). A replica that can read but not write, a refused password, a store
     /// that does not answer: all are errors here, so `/readyz` fails with them.
-    pub async fn check_ready(&self, now: i64) -> Result<(), StoreError> {
+    pub async fn check_ready(&self, now: i64) -> Result<(), BudgetStoreError> {
         let probe = Arc::new(Budget {
             prefix: "ready",
             windows: vec![FixedWindow::new("second", 1, 1)],
@@ -352,7 +352,7 @@ impl BudgetStore {
 
     /// Deletes counters whose window started at least `horizon` seconds before `now`
     /// (a store whose keys expire by themselves does nothing). Returns how many.
-    pub async fn sweep(&self, now: i64, horizon: i64) -> Result<usize, StoreError> {
+    pub async fn sweep(&self, now: i64, horizon: i64) -> Result<usize, BudgetStoreError> {
         self.backend.sweep(now, horizon).await
     }
 }

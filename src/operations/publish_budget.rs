@@ -7,7 +7,7 @@
 use actix_web::http::header::HeaderValue;
 
 use super::error::ApiError;
-use crate::budget::error::StoreError;
+use crate::budget::error::BudgetStoreError;
 use crate::budget::Decision;
 use crate::client_ip::ClientIp;
 use crate::state::AppState;
@@ -61,9 +61,9 @@ pub async fn spend(state: &AppState, client: &ClientIp) -> Result<Spent, ApiErro
     }
 }
 
-impl From<StoreError> for ApiError {
+impl From<BudgetStoreError> for ApiError {
     /// As `crate::faults::TABLE` says for the budget store.
-    fn from(e: StoreError) -> Self {
+    fn from(e: BudgetStoreError) -> Self {
         use crate::faults::{answer, StorageAnswer, Store};
         match answer(Store::Budget, e.fault()) {
             StorageAnswer::Internal => ApiError::Internal(e.into()),

@@ -43,8 +43,8 @@ pub use history::{
 };
 pub use idempotency::{Claimed, KeyClaim, StoredAnswer};
 pub use records::{
-    Candidate, CandidateRef, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
-    LedgerPage, Page, PageEdit, PageState, PageSummary, PinRecord, StateChange, Upserted,
+    Candidate, CandidateRef, ChangedPages, CreateRefused, CreatedRow, ImportCounts, ImportPage,
+    LedgerPage, Page, PageEdit, PageSummary, PinRecord, StateChange, StateRow, Upserted,
 };
 
 /// Why the page store has no answer. Callers answer by kind (503 for the first two,
@@ -77,7 +77,7 @@ impl PageStoreError {
 
 /// What every page-store call returns: a boxed future (so [`PageBackend`] is
 /// object-safe) of the answer or a [`PageStoreError`].
-pub type StoreFuture<'a, T> = BoxFuture<'a, Result<T, PageStoreError>>;
+pub type PageFuture<'a, T> = BoxFuture<'a, Result<T, PageStoreError>>;
 
 /// One page database. Implementations hold their own pools and run their own SQL;
 /// [`PageStore`] is the handle everything else uses.
@@ -94,7 +94,7 @@ pub trait PageBackend: Send + Sync + 'static {
         page: NewPage,
         pin_hash: Option<String>,
         now: i64,
-    ) -> StoreFuture<'_, Result<Created, CreateRefused>>;
+    ) -> PageFuture<'_, Result<CreatedRow, CreateRefused>>;
 
     /// Sets title and/or body of page `id` as `edit` says and bumps its version
     /// and `updated_at` (to `terms.now`), keeping the new version in its history
@@ -106,7 +106,7 @@ pub trait PageBackend: Send + Sync + 'static {
         id: i64,
         edit: PageEdit,
         terms: WriteTerms,
-    ) -> StoreFuture<'_, Result<i64, VersionMismatch>>;
+    ) -> PageFuture<'_, Result<i64, VersionMismatch>>;
 
     /// Archives or claims page `id` (once; again changes nothing and keeps no
     /// version), on `terms` as [`Self::update`].
@@ -115,22 +115,22 @@ pub trait PageBackend: Send + Sync + 'static {
         id: i64,
         change: StateChange,
         terms: WriteTerms,
-    ) -> StoreFuture<'_, Result<PageState, VersionMismatch>>;
+    ) -> PageFuture<'_, Result<StateRow, VersionMismatch>>;
 
     /// Sets page `id`'s title and body to those of its kept version `version`, as
     /// a new version (a `restore`), on `terms` as [`Self::update`]: the expected
     /// version is checked first, then that the history holds `version`.
-    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> StoreFuture<'_, Restored>;
+    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> PageFuture<'_, Restored>;
 
     /// Replaces page `id`'s PIN hash with `pin_hash` (an argon2id PHC string): the
     /// old PIN stops working at the next check, on every process (PIN checks read
     /// the hash from the store each time). Not a version: title and body stay.
-    fn set_pin_hash(&self, id: i64, pin_hash: String) -> StoreFuture<'_, ()>;
+    fn set_pin_hash(&self, id: i64, pin_hash: String) -> PageFuture<'_, ()>;
 
     /// Claims an idempotency key as [`idempotency`] says, in one transaction
     /// (with the sweep of expired rows): two processes claiming one key at once
     /// see one [`Claimed::Fresh`].
-    fn claim_key(&self, claim: KeyClaim) -> StoreFuture<'_, Claimed>;
+    fn claim_key(&self, claim: KeyClaim) -> PageFuture<'_, Claimed>;
 
     /// Keeps `answer` for the fresh claim of `key_hash` made at `started_at`
     /// (state `done`); changes nothing when that claim's row is gone or was taken
@@ -140,33 +140,33 @@ pub trait PageBackend: Send + Sync + 'static {
         key_hash: String,
         started_at: i64,
         answer: StoredAnswer,
-    ) -> StoreFuture<'_, ()>;
+    ) -> PageFuture<'_, ()>;
 
     /// Deletes the fresh claim of `key_hash` made at `started_at` while it is
     /// still `running`, so the key can be claimed again.
-    fn release_key(&self, key_hash: String, started_at: i64) -> StoreFuture<'_, ()>;
+    fn release_key(&self, key_hash: String, started_at: i64) -> PageFuture<'_, ()>;
 
     /// How many versions of page `id` are kept, and `limit` of them from
     /// `offset`, newest first.
-    fn versions(&self, id: i64, offset: i64, limit: i64) -> StoreFuture<'_, VersionList>;
+    fn versions(&self, id: i64, offset: i64, limit: i64) -> PageFuture<'_, VersionList>;
 
     /// Version `version` of page `id`, when its history holds it; with
     /// `before`, the newest kept version older than `version` instead.
-    fn version(&self, id: i64, version: i64, before: bool) -> StoreFuture<'_, Option<PageVersion>>;
+    fn version(&self, id: i64, version: i64, before: bool) -> PageFuture<'_, Option<PageVersion>>;
 
     /// The candidate page with this slug, or `None` (unknown, archived or claimed).
-    fn page(&self, slug: String) -> StoreFuture<'_, Option<Page>>;
+    fn page(&self, slug: String) -> PageFuture<'_, Option<Page>>;
 
     /// The candidate count and `limit` candidates from `offset`, newest first
     /// (`updated_at DESC, id DESC`).
-    fn ledger(&self, offset: i64, limit: i64) -> StoreFuture<'_, LedgerPage>;
+    fn ledger(&self, offset: i64, limit: i64) -> PageFuture<'_, LedgerPage>;
 
     /// Id, PIN hash and state of the page with this slug in any state, for a PIN
     /// check (the only read of a PIN hash).
-    fn pin_record(&self, slug: String) -> StoreFuture<'_, Option<PinRecord>>;
+    fn pin_record(&self, slug: String) -> PageFuture<'_, Option<PinRecord>>;
 
     /// The corpus generation now (committed changes only).
-    fn generation(&self) -> StoreFuture<'_, i64>;
+    fn generation(&self) -> PageFuture<'_, i64>;
 
     /// Which history the generations read last belong to: a number that changes
     /// when the database may have lost or rewritten generations already seen (a
@@ -179,14 +179,14 @@ pub trait PageBackend: Send + Sync + 'static {
 
     /// Every candidate ordered by id, with the generation they were read at (one
     /// snapshot of the database).
-    fn candidates(&self) -> StoreFuture<'_, (i64, Vec<Candidate>)>;
+    fn candidates(&self) -> PageFuture<'_, (i64, Vec<Candidate>)>;
 
     /// Hands every candidate to `each`, ordered by id, and returns the generation
     /// they were read at (one snapshot of the database), as [`Self::candidates`]
     /// does; a backend that can hands each row over as it is read, so the whole
     /// table is never held as `Candidate`s (at a million pages those were twice
     /// the search snapshot's size). The default reads them all first.
-    fn each_candidate(&self, mut each: CandidateSink) -> StoreFuture<'_, i64> {
+    fn each_candidate(&self, mut each: CandidateSink) -> PageFuture<'_, i64> {
         async move {
             let (generation, list) = self.candidates().await?;
             list.iter().for_each(|c| each(c.borrowed()));
@@ -198,22 +198,22 @@ pub trait PageBackend: Send + Sync + 'static {
     /// The generation now and the pages changed after `since`, read in one
     /// snapshot; `None` when the change log no longer reaches back to `since`
     /// (reload in full).
-    fn changes_since(&self, since: i64) -> StoreFuture<'_, Option<(i64, ChangedPages)>>;
+    fn changes_since(&self, since: i64) -> PageFuture<'_, Option<(i64, ChangedPages)>>;
 
     /// Deletes change-log rows more than `keep` generations old, the oldest
     /// first; returns how many. A backend may stop after
     /// [`COMPACT_BATCH`] rows (SQLite does): callers repeat while a call
     /// deleted that many or more.
-    fn compact_changes(&self, keep: i64) -> StoreFuture<'_, usize>;
+    fn compact_changes(&self, keep: i64) -> PageFuture<'_, usize>;
 
     /// Number of pages in any state.
-    fn count_all(&self) -> StoreFuture<'_, i64>;
+    fn count_all(&self) -> PageFuture<'_, i64>;
 
     /// Upserts `pages` by slug in one transaction: all of them or, on any error,
     /// none ([`crate::page_store::sqlite::pages::upsert`] is the rule). Each page
     /// inserted or changed keeps its new version (an `import`), its history pruned
     /// to `keep` versions.
-    fn import(&self, pages: Vec<ImportPage>, now: i64, keep: i64) -> StoreFuture<'_, ImportCounts>;
+    fn import(&self, pages: Vec<ImportPage>, now: i64, keep: i64) -> PageFuture<'_, ImportCounts>;
 
     /// Whether a write could be kept now, for `/readyz`: `Err` with a few words
     /// for the answer (the details go to the log).
@@ -342,7 +342,7 @@ impl PageStore {
         page: NewPage,
         pin_hash: Option<String>,
         now: i64,
-    ) -> Result<Result<Created, CreateRefused>, PageStoreError> {
+    ) -> Result<Result<CreatedRow, CreateRefused>, PageStoreError> {
         self.timed(self.backend.create(page, pin_hash, now)).await
     }
 
@@ -379,7 +379,7 @@ impl PageStore {
         id: i64,
         change: StateChange,
         now: i64,
-    ) -> Result<PageState, PageStoreError> {
+    ) -> Result<StateRow, PageStoreError> {
         self.change_state_expecting(id, change, now, None)
             .await?
             .map_err(|_| PageStoreError::Failed(format!("no page {id} to change")))
@@ -392,7 +392,7 @@ impl PageStore {
         change: StateChange,
         now: i64,
         expected: Option<i64>,
-    ) -> Result<Result<PageState, VersionMismatch>, PageStoreError> {
+    ) -> Result<Result<StateRow, VersionMismatch>, PageStoreError> {
         let terms = self.terms(now, expected);
         self.timed(self.backend.change_state(id, change, terms))
             .await

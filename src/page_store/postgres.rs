@@ -22,9 +22,10 @@ use tokio_postgres::{IsolationLevel, Row};
 
 use super::postgres_history_sql;
 use super::{
-    Candidate, ChangedPages, Claimed, CreateRefused, Created, ImportCounts, ImportPage, KeyClaim,
-    LedgerPage, Page, PageBackend, PageEdit, PageState, PageStoreError, PageVersion, PinRecord,
-    Restored, StateChange, StoreFuture, StoredAnswer, VersionList, VersionMismatch, WriteTerms,
+    Candidate, ChangedPages, Claimed, CreateRefused, CreatedRow, ImportCounts, ImportPage,
+    KeyClaim, LedgerPage, Page, PageBackend, PageEdit, PageFuture, PageStoreError, PageVersion,
+    PinRecord, Restored, StateChange, StateRow, StoredAnswer, VersionList, VersionMismatch,
+    WriteTerms,
 };
 use crate::domain::{NewPage, PageSlug, SLUG_MAX};
 use crate::pg::{Call, CallError, Epoch, LastRead, Pg, PgError, PgSettings};
@@ -257,7 +258,7 @@ fn chunks(batch: &[ImportPage]) -> Vec<&[ImportPage]> {
 impl PostgresPages {
     /// One call on a pooled client within the call deadline ([`Pg::run`]), as
     /// the store future the backend methods answer.
-    pub(super) fn call<T, F>(&self, call: F) -> StoreFuture<'_, T>
+    pub(super) fn call<T, F>(&self, call: F) -> PageFuture<'_, T>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut deadpool_postgres::Object) -> Call<'c, T> + Send + 'static,
@@ -267,7 +268,7 @@ impl PostgresPages {
 
     /// [`Self::call`] without the client-side deadline ([`Pg::run_unbounded`]):
     /// imports, which the operator waits for.
-    fn call_unbounded<T, F>(&self, call: F) -> StoreFuture<'_, T>
+    fn call_unbounded<T, F>(&self, call: F) -> PageFuture<'_, T>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut deadpool_postgres::Object) -> Call<'c, T> + Send + 'static,
@@ -286,7 +287,7 @@ impl PageBackend for PostgresPages {
         page: NewPage,
         pin_hash: Option<String>,
         now: i64,
-    ) -> StoreFuture<'_, Result<Created, CreateRefused>> {
+    ) -> PageFuture<'_, Result<CreatedRow, CreateRefused>> {
         async move {
             let created = self
                 .pg
@@ -318,7 +319,7 @@ impl PageBackend for PostgresPages {
                                 .await?;
                             match row {
                                 Some(row) => {
-                                    return Ok(Some(Ok(Created {
+                                    return Ok(Some(Ok(CreatedRow {
                                         id: row.get(0),
                                         slug,
                                         version: 1,
@@ -347,7 +348,7 @@ impl PageBackend for PostgresPages {
         id: i64,
         edit: PageEdit,
         terms: WriteTerms,
-    ) -> StoreFuture<'_, Result<i64, VersionMismatch>> {
+    ) -> PageFuture<'_, Result<i64, VersionMismatch>> {
         self.update_kept(id, edit, terms)
     }
 
@@ -356,15 +357,15 @@ impl PageBackend for PostgresPages {
         id: i64,
         change: StateChange,
         terms: WriteTerms,
-    ) -> StoreFuture<'_, Result<PageState, VersionMismatch>> {
+    ) -> PageFuture<'_, Result<StateRow, VersionMismatch>> {
         self.change_state_kept(id, change, terms)
     }
 
-    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> StoreFuture<'_, Restored> {
+    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> PageFuture<'_, Restored> {
         self.restore_kept(id, version, terms)
     }
 
-    fn set_pin_hash(&self, id: i64, pin_hash: String) -> StoreFuture<'_, ()> {
+    fn set_pin_hash(&self, id: i64, pin_hash: String) -> PageFuture<'_, ()> {
         self.call(move |c| {
             Box::pin(async move {
                 c.execute(
@@ -377,7 +378,7 @@ impl PageBackend for PostgresPages {
         })
     }
 
-    fn claim_key(&self, claim: KeyClaim) -> StoreFuture<'_, Claimed> {
+    fn claim_key(&self, claim: KeyClaim) -> PageFuture<'_, Claimed> {
         self.claim_key_kept(claim)
     }
 
@@ -386,23 +387,23 @@ impl PageBackend for PostgresPages {
         key_hash: String,
         started_at: i64,
         answer: StoredAnswer,
-    ) -> StoreFuture<'_, ()> {
+    ) -> PageFuture<'_, ()> {
         self.finish_key_kept(key_hash, started_at, answer)
     }
 
-    fn release_key(&self, key_hash: String, started_at: i64) -> StoreFuture<'_, ()> {
+    fn release_key(&self, key_hash: String, started_at: i64) -> PageFuture<'_, ()> {
         self.release_key_kept(key_hash, started_at)
     }
 
-    fn versions(&self, id: i64, offset: i64, limit: i64) -> StoreFuture<'_, VersionList> {
+    fn versions(&self, id: i64, offset: i64, limit: i64) -> PageFuture<'_, VersionList> {
         self.versions_kept(id, offset, limit)
     }
 
-    fn version(&self, id: i64, version: i64, before: bool) -> StoreFuture<'_, Option<PageVersion>> {
+    fn version(&self, id: i64, version: i64, before: bool) -> PageFuture<'_, Option<PageVersion>> {
         self.version_kept(id, version, before)
     }
 
-    fn page(&self, slug: String) -> StoreFuture<'_, Option<Page>> {
+    fn page(&self, slug: String) -> PageFuture<'_, Option<Page>> {
         self.call(move |c| {
             Box::pin(async move {
                 let statement = c
@@ -427,7 +428,7 @@ impl PageBackend for PostgresPages {
         })
     }
 
-    fn ledger(&self, offset: i64, limit: i64) -> StoreFuture<'_, LedgerPage> {
+    fn ledger(&self, offset: i64, limit: i64) -> PageFuture<'_, LedgerPage> {
         self.call(move |c| {
             Box::pin(async move {
                 // The count and the rows in one statement (one snapshot); the
@@ -462,7 +463,7 @@ impl PageBackend for PostgresPages {
         })
     }
 
-    fn pin_record(&self, slug: String) -> StoreFuture<'_, Option<PinRecord>> {
+    fn pin_record(&self, slug: String) -> PageFuture<'_, Option<PinRecord>> {
         self.call(move |c| {
             Box::pin(async move {
                 let statement = c
@@ -480,7 +481,7 @@ impl PageBackend for PostgresPages {
         })
     }
 
-    fn generation(&self) -> StoreFuture<'_, i64> {
+    fn generation(&self) -> PageFuture<'_, i64> {
         async move {
             let (answer, read) = oneshot::channel();
             self.generations
@@ -498,7 +499,7 @@ impl PageBackend for PostgresPages {
         self.epoch.get()
     }
 
-    fn candidates(&self) -> StoreFuture<'_, (i64, Vec<Candidate>)> {
+    fn candidates(&self) -> PageFuture<'_, (i64, Vec<Candidate>)> {
         self.call_unbounded(move |c| {
             Box::pin(async move {
                 let tx = c
@@ -527,7 +528,7 @@ impl PageBackend for PostgresPages {
         })
     }
 
-    fn changes_since(&self, since: i64) -> StoreFuture<'_, Option<(i64, ChangedPages)>> {
+    fn changes_since(&self, since: i64) -> PageFuture<'_, Option<(i64, ChangedPages)>> {
         self.call(move |c| {
             Box::pin(async move {
                 let tx = c
@@ -588,7 +589,7 @@ impl PageBackend for PostgresPages {
         })
     }
 
-    fn compact_changes(&self, keep: i64) -> StoreFuture<'_, usize> {
+    fn compact_changes(&self, keep: i64) -> PageFuture<'_, usize> {
         self.call(move |c| {
             Box::pin(async move {
                 let n = c
@@ -603,7 +604,7 @@ impl PageBackend for PostgresPages {
         })
     }
 
-    fn count_all(&self) -> StoreFuture<'_, i64> {
+    fn count_all(&self) -> PageFuture<'_, i64> {
         self.call(move |c| {
             Box::pin(
                 async move { Ok(c.query_one("SELECT count(*) FROM pages", &[]).await?.get(0)) },
@@ -611,7 +612,7 @@ impl PageBackend for PostgresPages {
         })
     }
 
-    fn import(&self, batch: Vec<ImportPage>, now: i64, keep: i64) -> StoreFuture<'_, ImportCounts> {
+    fn import(&self, batch: Vec<ImportPage>, now: i64, keep: i64) -> PageFuture<'_, ImportCounts> {
         self.call_unbounded(move |c| {
             Box::pin(async move {
                 let tx = c.transaction().await?;

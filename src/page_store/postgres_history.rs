@@ -13,11 +13,11 @@ use tokio_postgres::Row;
 use super::postgres::PostgresPages;
 use super::postgres_history_sql::{change_state_sql, update_sql, RESTORE_SQL};
 use super::{
-    PageVersion, Restored, StoreFuture, VersionKind, VersionList, VersionMismatch, VersionSummary,
+    PageFuture, PageVersion, Restored, VersionKind, VersionList, VersionMismatch, VersionSummary,
     WriteTerms,
 };
 use crate::domain::{PageBody, PageTitle};
-use crate::page_records::{PageEdit, PageState, StateChange};
+use crate::page_records::{PageEdit, StateChange, StateRow};
 
 /// The stale answer of a statement whose `UPDATE` changed nothing.
 fn stale(current: Option<i64>) -> VersionMismatch {
@@ -41,8 +41,8 @@ async fn current_version(
 
 /// The state in a row's first five columns: `slug, current_version, lifecycle,
 /// claimed_at, updated_at`.
-fn state_row(r: &Row) -> PageState {
-    PageState {
+fn state_row(r: &Row) -> StateRow {
+    StateRow {
         slug: r.get(0),
         version: r.get(1),
         lifecycle: r.get(2),
@@ -68,7 +68,7 @@ impl PostgresPages {
         id: i64,
         edit: PageEdit,
         terms: WriteTerms,
-    ) -> StoreFuture<'_, Result<i64, VersionMismatch>> {
+    ) -> PageFuture<'_, Result<i64, VersionMismatch>> {
         self.call(move |c| {
             Box::pin(async move {
                 let statement = c.prepare_cached(&update_sql()).await?;
@@ -94,7 +94,7 @@ impl PostgresPages {
         id: i64,
         change: StateChange,
         terms: WriteTerms,
-    ) -> StoreFuture<'_, Result<PageState, VersionMismatch>> {
+    ) -> PageFuture<'_, Result<StateRow, VersionMismatch>> {
         let sql = change_state_sql(change);
         self.call(move |c| {
             Box::pin(async move {
@@ -132,7 +132,7 @@ impl PostgresPages {
         id: i64,
         version: i64,
         terms: WriteTerms,
-    ) -> StoreFuture<'_, Restored> {
+    ) -> PageFuture<'_, Restored> {
         self.call(move |c| {
             Box::pin(async move {
                 let statement = c.prepare_cached(RESTORE_SQL).await?;
@@ -160,7 +160,7 @@ impl PostgresPages {
         id: i64,
         offset: i64,
         limit: i64,
-    ) -> StoreFuture<'_, VersionList> {
+    ) -> PageFuture<'_, VersionList> {
         self.call(move |c| {
             Box::pin(async move {
                 // The count and the rows in one statement (one snapshot).
@@ -202,7 +202,7 @@ impl PostgresPages {
         id: i64,
         version: i64,
         before: bool,
-    ) -> StoreFuture<'_, Option<PageVersion>> {
+    ) -> PageFuture<'_, Option<PageVersion>> {
         let sql = if before {
             "SELECT version, title, body, kind, created_at FROM page_versions
              WHERE page_id = $1 AND version < $2 ORDER BY version DESC LIMIT 1"

@@ -12,14 +12,14 @@ use super::idempotency::{
     Claimed, KeyClaim, StoredAnswer, ABANDONED_AFTER_SECS, KEY_LIFETIME_SECS, SWEEP_BATCH,
 };
 use super::postgres::PostgresPages;
-use super::StoreFuture;
+use super::PageFuture;
 
 /// The advisory lock class of idempotency claims (any constant of our own).
 const LOCK_CLASS: i32 = 0x6964_656d; // "idem"
 
 impl PostgresPages {
     /// [`super::PageBackend::claim_key`].
-    pub(super) fn claim_key_kept(&self, claim: KeyClaim) -> StoreFuture<'_, Claimed> {
+    pub(super) fn claim_key_kept(&self, claim: KeyClaim) -> PageFuture<'_, Claimed> {
         self.call(move |c| {
             Box::pin(async move {
                 let tx = c.transaction().await?;
@@ -110,7 +110,7 @@ impl PostgresPages {
         key_hash: String,
         started_at: i64,
         answer: StoredAnswer,
-    ) -> StoreFuture<'_, ()> {
+    ) -> PageFuture<'_, ()> {
         self.call(move |c| {
             Box::pin(async move {
                 c.execute(
@@ -130,11 +130,7 @@ impl PostgresPages {
     }
 
     /// [`super::PageBackend::release_key`].
-    pub(super) fn release_key_kept(
-        &self,
-        key_hash: String,
-        started_at: i64,
-    ) -> StoreFuture<'_, ()> {
+    pub(super) fn release_key_kept(&self, key_hash: String, started_at: i64) -> PageFuture<'_, ()> {
         self.call(move |c| {
             Box::pin(async move {
                 c.execute(

@@ -5,7 +5,7 @@
 
 use agent_pages::domain::{NewPage, PageBody, PageSlug, PageTitle};
 use agent_pages::page_store::{
-    Candidate, CreateRefused, Created, ImportCounts, ImportPage, PageStore, PageStoreError,
+    Candidate, CreateRefused, CreatedRow, ImportCounts, ImportPage, PageStore, PageStoreError,
     StateChange,
 };
 
@@ -17,7 +17,7 @@ const HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA";
 
 /// Creates a page (slug given or derived from `title`, body `body`) at `now`;
 /// panics when the store refuses or fails.
-async fn create(store: &PageStore, slug: Option<&str>, title: &str, now: i64) -> Created {
+async fn create(store: &PageStore, slug: Option<&str>, title: &str, now: i64) -> CreatedRow {
     let page = NewPage::parse(slug, title, Some(format!("Body of {title}"))).unwrap();
     store
         .create(page, Some(HASH.to_owned()), now)
@@ -94,7 +94,7 @@ pub async fn a_given_slug_in_use_in_any_state_is_refused_and_nothing_is_written(
 
 pub async fn derived_slugs_take_the_next_number_after_the_highest_in_use(f: &PagesFixture) {
     let store = &f.store;
-    let slug = |created: Created| created.slug.to_string();
+    let slug = |created: CreatedRow| created.slug.to_string();
     assert_eq!(slug(create(store, None, "Guide", T0).await), "guide");
     assert_eq!(slug(create(store, None, "Guide", T0).await), "guide-2");
     // Not numbers of `guide`: a leading zero, a word, a longer stem.

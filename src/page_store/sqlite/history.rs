@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use super::pages;
 use crate::domain::NewPage;
 use crate::page_records::{
-    CreateRefused, Created, ImportCounts, ImportPage, PageEdit, PageState, StateChange, Upserted,
+    CreateRefused, CreatedRow, ImportCounts, ImportPage, PageEdit, StateChange, StateRow, Upserted,
 };
 use crate::page_store::history::{
     PageVersion, Restored, VersionKind, VersionList, VersionMismatch, VersionSummary, WriteTerms,
@@ -55,7 +55,7 @@ pub fn create(
     pin_hash: Option<&str>,
     now: i64,
     keep: i64,
-) -> rusqlite::Result<Result<Created, CreateRefused>> {
+) -> rusqlite::Result<Result<CreatedRow, CreateRefused>> {
     let created = pages::create(tx, page, pin_hash, now)?;
     if let Ok(c) = &created {
         record(tx, c.id, VersionKind::Publish, keep)?;
@@ -87,7 +87,7 @@ pub fn change_state(
     id: i64,
     change: StateChange,
     terms: WriteTerms,
-) -> rusqlite::Result<Result<PageState, VersionMismatch>> {
+) -> rusqlite::Result<Result<StateRow, VersionMismatch>> {
     if let Some(stale) = mismatch(tx, id, terms.expected)? {
         return Ok(Err(stale));
     }

@@ -31,9 +31,9 @@ pub mod idempotency;
 pub mod pages;
 
 use super::{
-    Candidate, CandidateSink, ChangedPages, Claimed, CreateRefused, Created, ImportCounts,
-    ImportPage, KeyClaim, LedgerPage, Page, PageBackend, PageEdit, PageState, PageStoreError,
-    PageVersion, PinRecord, Restored, StateChange, StoreFuture, StoredAnswer, VersionList,
+    Candidate, CandidateSink, ChangedPages, Claimed, CreateRefused, CreatedRow, ImportCounts,
+    ImportPage, KeyClaim, LedgerPage, Page, PageBackend, PageEdit, PageFuture, PageStoreError,
+    PageVersion, PinRecord, Restored, StateChange, StateRow, StoredAnswer, VersionList,
     VersionMismatch, WriteTerms,
 };
 use crate::domain::NewPage;
@@ -262,7 +262,7 @@ impl PageBackend for SqlitePages {
         page: NewPage,
         pin_hash: Option<String>,
         now: i64,
-    ) -> StoreFuture<'_, Result<Created, CreateRefused>> {
+    ) -> PageFuture<'_, Result<CreatedRow, CreateRefused>> {
         // Version 1 is the only one: the bound does not matter.
         self.write(move |tx| history::create(tx, &page, pin_hash.as_deref(), now, 1))
             .boxed()
@@ -273,7 +273,7 @@ impl PageBackend for SqlitePages {
         id: i64,
         edit: PageEdit,
         terms: WriteTerms,
-    ) -> StoreFuture<'_, Result<i64, VersionMismatch>> {
+    ) -> PageFuture<'_, Result<i64, VersionMismatch>> {
         self.write(move |tx| history::update(tx, id, &edit, terms))
             .boxed()
     }
@@ -283,17 +283,17 @@ impl PageBackend for SqlitePages {
         id: i64,
         change: StateChange,
         terms: WriteTerms,
-    ) -> StoreFuture<'_, Result<PageState, VersionMismatch>> {
+    ) -> PageFuture<'_, Result<StateRow, VersionMismatch>> {
         self.write(move |tx| history::change_state(tx, id, change, terms))
             .boxed()
     }
 
-    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> StoreFuture<'_, Restored> {
+    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> PageFuture<'_, Restored> {
         self.write(move |tx| history::restore(tx, id, version, terms))
             .boxed()
     }
 
-    fn set_pin_hash(&self, id: i64, pin_hash: String) -> StoreFuture<'_, ()> {
+    fn set_pin_hash(&self, id: i64, pin_hash: String) -> PageFuture<'_, ()> {
         self.write(move |tx| {
             tx.execute(
                 "UPDATE pages SET pin_hash = ?2 WHERE id = ?1",
@@ -304,7 +304,7 @@ impl PageBackend for SqlitePages {
         .boxed()
     }
 
-    fn claim_key(&self, claim: KeyClaim) -> StoreFuture<'_, Claimed> {
+    fn claim_key(&self, claim: KeyClaim) -> PageFuture<'_, Claimed> {
         self.write(move |tx| idempotency::claim(tx, &claim)).boxed()
     }
 
@@ -313,22 +313,22 @@ impl PageBackend for SqlitePages {
         key_hash: String,
         started_at: i64,
         answer: StoredAnswer,
-    ) -> StoreFuture<'_, ()> {
+    ) -> PageFuture<'_, ()> {
         self.write(move |tx| idempotency::finish(tx, &key_hash, started_at, &answer))
             .boxed()
     }
 
-    fn release_key(&self, key_hash: String, started_at: i64) -> StoreFuture<'_, ()> {
+    fn release_key(&self, key_hash: String, started_at: i64) -> PageFuture<'_, ()> {
         self.write(move |tx| idempotency::release(tx, &key_hash, started_at))
             .boxed()
     }
 
-    fn versions(&self, id: i64, offset: i64, limit: i64) -> StoreFuture<'_, VersionList> {
+    fn versions(&self, id: i64, offset: i64, limit: i64) -> PageFuture<'_, VersionList> {
         self.read(move |c| history::versions(c, id, offset, limit))
             .boxed()
     }
 
-    fn version(&self, id: i64, version: i64, before: bool) -> StoreFuture<'_, Option<PageVersion>> {
+    fn version(&self, id: i64, version: i64, before: bool) -> PageFuture<'_, Option<PageVersion>> {
         self.read(move |c| {
             if before {
                 history::version_before(c, id, version)
@@ -339,21 +339,21 @@ impl PageBackend for SqlitePages {
         .boxed()
     }
 
-    fn page(&self, slug: String) -> StoreFuture<'_, Option<Page>> {
+    fn page(&self, slug: String) -> PageFuture<'_, Option<Page>> {
         self.read(move |c| pages::candidate_by_slug(c, &slug))
             .boxed()
     }
 
-    fn ledger(&self, offset: i64, limit: i64) -> StoreFuture<'_, LedgerPage> {
+    fn ledger(&self, offset: i64, limit: i64) -> PageFuture<'_, LedgerPage> {
         self.read(move |c| pages::ledger_page(c, offset, limit))
             .boxed()
     }
 
-    fn pin_record(&self, slug: String) -> StoreFuture<'_, Option<PinRecord>> {
+    fn pin_record(&self, slug: String) -> PageFuture<'_, Option<PinRecord>> {
         self.read(move |c| pages::pin_hash(c, &slug)).boxed()
     }
 
-    fn generation(&self) -> StoreFuture<'_, i64> {
+    fn generation(&self) -> PageFuture<'_, i64> {
         async move {
             self.mapped()?;
             if let Some(conn) = &self.generation_conn {
@@ -370,11 +370,11 @@ impl PageBackend for SqlitePages {
         .boxed()
     }
 
-    fn candidates(&self) -> StoreFuture<'_, (i64, Vec<Candidate>)> {
+    fn candidates(&self) -> PageFuture<'_, (i64, Vec<Candidate>)> {
         self.read(pages::candidates).boxed()
     }
 
-    fn each_candidate(&self, mut each: CandidateSink) -> StoreFuture<'_, i64> {
+    fn each_candidate(&self, mut each: CandidateSink) -> PageFuture<'_, i64> {
         self.read(move |c| {
             // On a thread of its own that ends with the read: the allocator
             // returns the scratch of whatever `each` builds (at start-up, about
@@ -390,19 +390,19 @@ impl PageBackend for SqlitePages {
         .boxed()
     }
 
-    fn changes_since(&self, since: i64) -> StoreFuture<'_, Option<(i64, ChangedPages)>> {
+    fn changes_since(&self, since: i64) -> PageFuture<'_, Option<(i64, ChangedPages)>> {
         self.read(move |c| pages::changes_since(c, since)).boxed()
     }
 
-    fn compact_changes(&self, keep: i64) -> StoreFuture<'_, usize> {
+    fn compact_changes(&self, keep: i64) -> PageFuture<'_, usize> {
         self.read(move |c| pages::compact_changes(c, keep)).boxed()
     }
 
-    fn count_all(&self) -> StoreFuture<'_, i64> {
+    fn count_all(&self) -> PageFuture<'_, i64> {
         self.read(|c| pages::count_all(c)).boxed()
     }
 
-    fn import(&self, batch: Vec<ImportPage>, now: i64, keep: i64) -> StoreFuture<'_, ImportCounts> {
+    fn import(&self, batch: Vec<ImportPage>, now: i64, keep: i64) -> PageFuture<'_, ImportCounts> {
         self.write(move |tx| history::import_all(tx, &batch, now, keep))
             .boxed()
     }

@@ -6,8 +6,8 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
 // The page store's records (any backend); re-exported where they were.
 pub use crate::page_records::{
-    Candidate, CandidateRef, ChangedPages, CreateRefused, Created, ImportCounts, ImportPage,
-    LedgerPage, Page, PageState, PageSummary, PinRecord, StateChange, Upserted,
+    Candidate, CandidateRef, ChangedPages, CreateRefused, CreatedRow, ImportCounts, ImportPage,
+    LedgerPage, Page, PageSummary, PinRecord, StateChange, StateRow, Upserted,
 };
 
 const CANDIDATE: &str = "lifecycle = 'active' AND claimed_at IS NULL";
@@ -59,7 +59,7 @@ pub fn create(
     page: &NewPage,
     pin_hash: Option<&str>,
     now: i64,
-) -> rusqlite::Result<Result<Created, CreateRefused>> {
+) -> rusqlite::Result<Result<CreatedRow, CreateRefused>> {
     let slug = match &page.slug {
         Some(slug) if exists(tx, slug.as_str())? => {
             return Ok(Err(CreateRefused::SlugTaken(slug.clone())))
@@ -79,7 +79,7 @@ pub fn create(
         ],
         |r| r.get(0),
     )?;
-    Ok(Ok(Created {
+    Ok(Ok(CreatedRow {
         id,
         slug,
         version: 1,
@@ -166,7 +166,7 @@ pub fn update(
 
 /// Archives the page (it leaves the ledger and search). Archiving an archived page
 /// changes nothing, so its version stays; any other call bumps it.
-pub fn archive(tx: &Transaction<'_>, id: i64, now: i64) -> rusqlite::Result<PageState> {
+pub fn archive(tx: &Transaction<'_>, id: i64, now: i64) -> rusqlite::Result<StateRow> {
     tx.execute(
         "UPDATE pages SET lifecycle = 'archived', current_version = current_version + 1,
                 updated_at = ?2
@@ -178,7 +178,7 @@ pub fn archive(tx: &Transaction<'_>, id: i64, now: i64) -> rusqlite::Result<Page
 
 /// Claims the page at `now` (it leaves the ledger and search). Claiming a claimed
 /// page changes nothing: the first `claimed_at` and the version stay.
-pub fn claim(tx: &Transaction<'_>, id: i64, now: i64) -> rusqlite::Result<PageState> {
+pub fn claim(tx: &Transaction<'_>, id: i64, now: i64) -> rusqlite::Result<StateRow> {
     tx.execute(
         "UPDATE pages SET claimed_at = ?2, current_version = current_version + 1,
                 updated_at = ?2
@@ -188,13 +188,13 @@ pub fn claim(tx: &Transaction<'_>, id: i64, now: i64) -> rusqlite::Result<PageSt
     state(tx, id)
 }
 
-fn state(conn: &Connection, id: i64) -> rusqlite::Result<PageState> {
+fn state(conn: &Connection, id: i64) -> rusqlite::Result<StateRow> {
     conn.query_row(
         "SELECT slug, current_version, lifecycle, claimed_at, updated_at FROM pages
          WHERE id = ?1",
         [id],
         |r| {
-            Ok(PageState {
+            Ok(StateRow {
                 slug: r.get(0)?,
                 version: r.get(1)?,
                 lifecycle: r.get(2)?,
@@ -309,7 +309,7 @@ pub fn change_state(
     id: i64,
     change: StateChange,
     now: i64,
-) -> rusqlite::Result<PageState> {
+) -> rusqlite::Result<StateRow> {
     match change {
         StateChange::Archive => archive(tx, id, now),
         StateChange::Claim => claim(tx, id, now),
@@ -509,7 +509,7 @@ mod tests {
         conn: &mut Connection,
         slug: Option<&str>,
         title: &str,
-    ) -> Result<Created, CreateRefused> {
+    ) -> Result<CreatedRow, CreateRefused> {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .unwrap();
