@@ -277,6 +277,26 @@ impl PostgresPages {
     }
 }
 
+/// A read-only REPEATABLE READ transaction on `c`, so that every statement in it
+/// reads one snapshot, and the corpus generation that snapshot holds: how the
+/// snapshot reads ([`PageBackend::candidates`], [`PageBackend::changes_since`])
+/// begin.
+async fn snapshot(
+    c: &mut deadpool_postgres::Object,
+) -> Result<(deadpool_postgres::Transaction<'_>, i64), tokio_postgres::Error> {
+    let tx = c
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?;
+    let generation: i64 = tx
+        .query_one("SELECT generation FROM corpus_generation WHERE id = 1", &[])
+        .await?
+        .get(0);
+    Ok((tx, generation))
+}
+
 impl PageBackend for PostgresPages {
     fn kind(&self) -> &'static str {
         "postgres"
@@ -502,17 +522,8 @@ impl PageBackend for PostgresPages {
     fn candidates(&self) -> PageFuture<'_, (i64, Vec<Candidate>)> {
         self.call_unbounded(move |c| {
             Box::pin(async move {
-                let tx = c
-                    .build_transaction()
-                    .isolation_level(IsolationLevel::RepeatableRead)
-                    .read_only(true)
-                    .start()
-                    .await?;
+                let (tx, generation) = snapshot(c).await?;
                 tx.batch_execute(LONG_STATEMENT).await?;
-                let generation: i64 = tx
-                    .query_one("SELECT generation FROM corpus_generation WHERE id = 1", &[])
-                    .await?
-                    .get(0);
                 let rows = tx
                     .query(
                         &format!(
@@ -531,16 +542,7 @@ impl PageBackend for PostgresPages {
     fn changes_since(&self, since: i64) -> PageFuture<'_, Option<(i64, ChangedPages)>> {
         self.call(move |c| {
             Box::pin(async move {
-                let tx = c
-                    .build_transaction()
-                    .isolation_level(IsolationLevel::RepeatableRead)
-                    .read_only(true)
-                    .start()
-                    .await?;
-                let generation: i64 = tx
-                    .query_one("SELECT generation FROM corpus_generation WHERE id = 1", &[])
-                    .await?
-                    .get(0);
+                let (tx, generation) = snapshot(c).await?;
                 if generation == since {
                     tx.commit().await?;
                     return Ok(Some((generation, Vec::new())));
