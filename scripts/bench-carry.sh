@@ -54,23 +54,8 @@ trap cleanup EXIT
 db="$work/carry.sqlite3"
 env AGENT_PAGES_DATABASE="$db" "$bin" import "$corpus" >"$work/import.out" 2>"$work/import.err"
 
-# serve: starts a server on $db; sets pid and url.
-serve() {
-  env AGENT_PAGES_DATABASE="$db" AGENT_PAGES_BIND=127.0.0.1:0 \
-    TRUSTED_PROXY_CIDRS=127.0.0.1 SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 \
-    PUBLISH_RATE_PER_MINUTE=1000000 PUBLISH_RATE_PER_HOUR=100000000 \
-    "$bin" serve >"$work/serve.out" 2>"$work/serve.err" &
-  pid=$!
-  url=""
-  for _ in $(seq 1 12000); do
-    url=$(grep -o 'listening on http://[0-9.:]*' "$work/serve.out" | head -1 | sed 's/listening on //') || true
-    [ -n "$url" ] && break
-    kill -0 "$pid" 2>/dev/null || { cat "$work/serve.err" >&2; exit 1; }
-    sleep 0.01
-  done
-  [ -n "$url" ] || { echo "the server did not start" >&2; exit 1; }
-}
-stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""; }
+# serve and stop (scripts/lib.sh): one server at a time, its pid and url.
+. scripts/lib.sh
 # answers DIR: each query's results and total, as JSON, one file a query.
 answers() {
   mkdir -p "$1"; local n=0
@@ -81,7 +66,7 @@ answers() {
   done <"$queries"
 }
 
-serve
+serve "$db"
 answers "$work/warm" >/dev/null
 "$loadgen" --url "$url" --mode cycle --queries "$queries" --concurrency "$visitors" \
   --clients "$visitors" --duration "$secs" >"$work/alone"
@@ -90,7 +75,7 @@ answers "$work/warm" >/dev/null
   --titles "$titles" >"$work/stream"
 answers "$work/hot"
 stop
-serve
+serve "$db"
 answers "$work/cold"
 stop
 equal=0

@@ -42,31 +42,15 @@ pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 
-# serve DB VERSIONS: starts a server on DB keeping VERSIONS versions a page; sets
-# pid and url.
-serve() {
-  env AGENT_PAGES_DATABASE="$1" PAGE_HISTORY_VERSIONS="$2" AGENT_PAGES_BIND=127.0.0.1:0 \
-    TRUSTED_PROXY_CIDRS=127.0.0.1 SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 \
-    PUBLISH_RATE_PER_MINUTE=1000000 PUBLISH_RATE_PER_HOUR=100000000 \
-    "$bin" serve >"$work/serve.out" 2>"$work/serve.err" &
-  pid=$!
-  url=""
-  for _ in $(seq 1 12000); do
-    url=$(grep -o 'listening on http://[0-9.:]*' "$work/serve.out" | head -1 | sed 's/listening on //') || true
-    [ -n "$url" ] && break
-    kill -0 "$pid" 2>/dev/null || { cat "$work/serve.err" >&2; exit 1; }
-    sleep 0.01
-  done
-  [ -n "$url" ] || { echo "the server did not start" >&2; exit 1; }
-}
-stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""; }
+# serve and stop (scripts/lib.sh): one server at a time, its pid and url.
+. scripts/lib.sh
 
 # storm VERSIONS NAME: one run; its loadgen table in $work/NAME, its versions
 # kept in $work/NAME.kept, the page's history rows and their bytes in $work/NAME.bytes.
 storm() {
   local db="$work/$2.sqlite3"
   env AGENT_PAGES_DATABASE="$db" "$bin" import "$corpus" >/dev/null 2>"$work/import.err"
-  serve "$db" "$1"
+  serve "$db" PAGE_HISTORY_VERSIONS="$1"
   while read -r q; do
     curl -s -o /dev/null -G --data-urlencode "q=$q" -H 'X-Forwarded-For: 10.9.9.9' "$url/search"
   done <"$queries"

@@ -66,6 +66,8 @@ work=$(mktemp -d)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
+# serve and stop (scripts/lib.sh): one server at a time, its pid and url.
+. scripts/lib.sh
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 ms() { awk -v s="$1" 'BEGIN{printf "%.1f", s*1000}'; }
 # pct P: the P-th percentile (nearest rank) of the numbers on stdin.
@@ -112,20 +114,8 @@ pages=$(grep -o '[0-9]* new' "$work/import.out" | grep -o '[0-9]*')
 
 # --- start ------------------------------------------------------------------
 started=$(now_ms)
-env AGENT_PAGES_DATABASE="$db" AGENT_PAGES_BIND=127.0.0.1:0 AGENT_PAGES_METRICS_BIND=127.0.0.1:0 \
-  TRUSTED_PROXY_CIDRS=127.0.0.1 SEARCH_RATE_PER_MINUTE=1000000 SEARCH_RATE_PER_HOUR=100000000 \
-  PUBLISH_RATE_PER_MINUTE=1000000 PUBLISH_RATE_PER_HOUR=100000000 \
-  "$bin" serve >"$work/serve.out" 2>"$work/serve.err" &
-pid=$!
-url=""
-for _ in $(seq 1 12000); do
-  url=$(grep -o 'listening on http://[0-9.:]*' "$work/serve.out" | head -1 | sed 's/listening on //') || true
-  [ -n "$url" ] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$work/serve.err" >&2; exit 1; }
-  sleep 0.01
-done
+serve "$db" AGENT_PAGES_METRICS_BIND=127.0.0.1:0
 ready=$(now_ms)
-[ -n "$url" ] || { echo "the server did not start" >&2; exit 1; }
 start_ms=$((ready - started))
 rss_ready=$(rss_mb "$pid")
 metrics=$(grep -o 'metrics on http://[0-9.:]*' "$work/serve.err" | head -1 | sed 's/metrics on //')
@@ -219,7 +209,7 @@ rss_after=$(rss_mb "$pid")
 cache_mb=$(curl -s "$metrics/metrics" | awk '/^agent_pages_search_cache_bytes / {printf "%.0f", $2/1048576}')
 col() { awk -v c="$1" -v k="$2" '$1 == c {print $k}' "$work/stream"; }
 
-kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+stop
 
 # --- the table --------------------------------------------------------------------
 per_page=$(awk -v s="$import_s" -v n="$pages" 'BEGIN{printf "%.1f", n ? s*1e6/n : 0}')
