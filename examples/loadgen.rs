@@ -112,19 +112,12 @@ async fn write_stream(
                 Some(title) => title.clone(),
                 None => format!("Loadgen stream page {run} {k} written under load"),
             };
-            let status = client
+            let answer = client
                 .post(format!("{url}/api/pages"))
                 .json(&serde_json::json!({ "title": title }))
                 .send()
-                .await
-                .map(|r| r.status().as_u16().to_string())
-                .unwrap_or_else(|_| "error".into());
-            results
-                .lock()
-                .await
-                .entry(format!("write-{status}"))
-                .or_default()
-                .push(t.elapsed());
+                .await;
+            record_write(&results, t, answer).await;
             k += 1;
         }
         return;
@@ -151,7 +144,7 @@ async fn write_stream(
         let (client, url, results) = (client.clone(), url.clone(), results.clone());
         sent.push(tokio::spawn(async move {
             let t = Instant::now();
-            let status = client
+            let answer = client
                 .put(format!("{url}/api/pages/{slug}"))
                 .header("X-Page-Pin", PIN)
                 .json(&serde_json::json!({
@@ -160,21 +153,32 @@ async fn write_stream(
                     "body": format!("Revision {k}. {}", "Written under load. ".repeat(50)),
                 }))
                 .send()
-                .await
-                .map(|r| r.status().as_u16().to_string())
-                .unwrap_or_else(|_| "error".into());
-            results
-                .lock()
-                .await
-                .entry(format!("write-{status}"))
-                .or_default()
-                .push(t.elapsed());
+                .await;
+            record_write(&results, t, answer).await;
         }));
         k += 1;
     }
     for task in sent {
         let _ = task.await;
     }
+}
+
+/// Records the latency of a write sent at `started` as `write-<status>`
+/// (`write-error` when no answer came).
+async fn record_write(
+    results: &Mutex<BTreeMap<String, Vec<Duration>>>,
+    started: Instant,
+    answer: reqwest::Result<reqwest::Response>,
+) {
+    let status = answer
+        .map(|r| r.status().as_u16().to_string())
+        .unwrap_or_else(|_| "error".into());
+    results
+        .lock()
+        .await
+        .entry(format!("write-{status}"))
+        .or_default()
+        .push(started.elapsed());
 }
 
 /// Ordinal word for distinct queries: a different word per request, so each is a
