@@ -10,6 +10,7 @@ pub mod allowed_origins;
 pub mod body;
 pub mod origin;
 pub mod own_origins;
+pub mod page_request;
 pub mod preconditions;
 pub mod problem;
 pub mod rate_limit_headers;

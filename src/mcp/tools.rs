@@ -20,7 +20,7 @@ use crate::operations::history::{
     self, PinRotated, RestorePage, RotatePin, VersionList, VersionView,
 };
 use crate::operations::idempotency::{self, Idempotency, IdempotencyKey};
-use crate::operations::pages::{self, Conditions, Target, MAX_PAGE, MAX_PER_PAGE};
+use crate::operations::pages::{self, Conditions, PageCall, Target, MAX_PAGE, MAX_PER_PAGE};
 use crate::operations::problem::Problem;
 use crate::operations::search::{self, JsonReply};
 use crate::operations::types::{
@@ -171,49 +171,38 @@ fn tools() -> Vec<Tool> {
     let create = properties(&<CreatePage as utoipa::PartialSchema>::schema());
     let update = properties(&<UpdatePage as utoipa::PartialSchema>::schema());
     let field = |props: &JsonObject, name: &str| props.get(name).cloned().unwrap_or(Value::Null);
-    // A PIN shown to change a page: the PIN rules of publishing, given as a string.
-    let mut pin = field(&create, "pin");
-    if let Some(pin) = pin.as_object_mut() {
-        pin.insert("type".into(), json!("string"));
-        pin.insert(
-            "description".into(),
-            json!(
-                "The PIN the page was published with (6–64 characters); needed, here or \
-                 in the X-Page-Pin header of the request."
-            ),
-        );
-        pin.remove("examples");
-    }
+    // A PIN argument: the PIN rules of publishing, given as a string, described as
+    // the tool uses it.
+    let pin_schema = |description: &str| {
+        let mut pin = field(&create, "pin");
+        if let Some(pin) = pin.as_object_mut() {
+            pin.insert("type".into(), json!("string"));
+            pin.insert("description".into(), json!(description));
+            pin.remove("examples");
+        }
+        pin
+    };
+    // The PIN that changes a page.
+    let pin = pin_schema(
+        "The PIN the page was published with (6–64 characters); needed, here or in the \
+         X-Page-Pin header of the request.",
+    );
     let slug = json!({
         "type": "string",
         "pattern": SLUG_PATTERN,
         "description": "The page's slug, as publish_page answered it.",
     });
     // The PIN a history read takes, needed only for an archived or claimed page.
-    let mut read_pin = pin.clone();
-    if let Some(read_pin) = read_pin.as_object_mut() {
-        read_pin.insert(
-            "description".into(),
-            json!(
-                "The page's PIN, needed only when it is archived or claimed (here or in \
-                 the X-Page-Pin header of the request); one that is given must fit the PIN \
-                 rules even when the page is active."
-            ),
-        );
-    }
-    // The PIN a page has from rotate_pin on: the PIN rules of publishing.
-    let mut new_pin = field(&create, "pin");
-    if let Some(new_pin) = new_pin.as_object_mut() {
-        new_pin.insert("type".into(), json!("string"));
-        new_pin.insert(
-            "description".into(),
-            json!(
-                "The page's PIN from now on (6–64 characters, no control character, no \
-                 whitespace at either end); stored only as a hash."
-            ),
-        );
-        new_pin.remove("examples");
-    }
+    let read_pin = pin_schema(
+        "The page's PIN, needed only when it is archived or claimed (here or in the \
+         X-Page-Pin header of the request); one that is given must fit the PIN rules even \
+         when the page is active.",
+    );
+    // The PIN a page has from rotate_pin on.
+    let new_pin = pin_schema(
+        "The page's PIN from now on (6–64 characters, no control character, no whitespace \
+         at either end); stored only as a hash.",
+    );
     // A write to a page by its PIN: `slug`, `pin`, the write's own `fields`, and
     // `expected_version`.
     let write = |fields: &[(&str, Value)], required: &[&str]| {
@@ -449,10 +438,28 @@ struct ToolCall<'a> {
     arguments: &'a Option<JsonObject>,
 }
 
-impl ToolCall<'_> {
+impl<'a> ToolCall<'a> {
     /// The arguments as `T`, refused like an API body.
     fn args<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
         args(self.arguments)
+    }
+
+    /// A call of a page operation on `target` for this tool's caller.
+    fn page<'t>(&self, target: Target<'t>) -> PageCall<'t>
+    where
+        'a: 't,
+    {
+        PageCall::new(self.state, self.caller, target)
+    }
+
+    /// A versioned write to the page `slug` with the PIN `pin` and, when given, the
+    /// version it must be at (`expected_version`).
+    fn pinned<'t>(&self, slug: &'t str, pin: &'t str, expected: Option<i64>) -> PageCall<'t>
+    where
+        'a: 't,
+    {
+        self.page(Target::pinned(slug, pin))
+            .expecting(Conditions::expecting(expected))
     }
 }
 
@@ -643,27 +650,20 @@ async fn publish_page(call: &ToolCall<'_>) -> Result<CallToolResult, ApiError> {
 
 async fn update_page(call: &ToolCall<'_>) -> Result<CallToolResult, ApiError> {
     let input: UpdateArgs = call.args()?;
-    let target = Target::pinned(&input.slug, &input.pin);
+    let page = call.pinned(&input.slug, &input.pin, input.expected_version);
     let change = UpdatePage {
         title: input.title,
         body: input.body,
     };
-    let conditions = Conditions::expecting(input.expected_version);
-    let updated: Updated = pages::update(call.state, call.caller, target, change, conditions)
-        .await?
-        .answer;
+    let updated: Updated = pages::update(page, change).await?.answer;
     let text = format!("Updated {} to version {}.", updated.slug, updated.version);
     Ok(structured(to_value(&updated), text))
 }
 
 async fn pin_change(call: &ToolCall<'_>, change: StateChange) -> Result<CallToolResult, ApiError> {
     let input: PinArgs = call.args()?;
-    let target = Target::pinned(&input.slug, &input.pin);
-    let conditions = Conditions::expecting(input.expected_version);
-    let after: StateChanged =
-        pages::change_state(call.state, call.caller, target, conditions, change)
-            .await?
-            .answer;
+    let page = call.pinned(&input.slug, &input.pin, input.expected_version);
+    let after: StateChanged = pages::change_state(page, change).await?.answer;
     let text = format!(
         "{} is {} (version {}){}.",
         after.slug,
@@ -702,9 +702,7 @@ async fn list_versions(call: &ToolCall<'_>) -> Result<CallToolResult, ApiError> 
         page: input.page.map(|p| p.to_string()),
         per_page: input.per_page.map(|p| p.to_string()),
     };
-    let list: VersionList = history::versions(call.state, call.caller, target, &query)
-        .await?
-        .list;
+    let list: VersionList = history::versions(call.page(target), &query).await?.list;
     let what = format!("{} kept versions of {}", list.total, list.slug);
     let mut text = list_head(&what, list.page, list.next_page);
     for row in &list.versions {
@@ -723,8 +721,8 @@ async fn list_versions(call: &ToolCall<'_>) -> Result<CallToolResult, ApiError> 
 async fn read_version(call: &ToolCall<'_>) -> Result<CallToolResult, ApiError> {
     let input: VersionArgs = call.args()?;
     let target = read_target(&input.slug, &input.pin)?;
-    let mut view: VersionView =
-        history::version_view(call.state, call.caller, target, &input.version.to_string()).await?;
+    let version = input.version.to_string();
+    let mut view: VersionView = history::version_view(call.page(target), &version).await?;
     let parts = paging::ReadArgs {
         slug: input.slug.clone(),
         max_chars: input.max_chars,
@@ -751,14 +749,11 @@ async fn read_version(call: &ToolCall<'_>) -> Result<CallToolResult, ApiError> {
 
 async fn restore_page(call: &ToolCall<'_>) -> Result<CallToolResult, ApiError> {
     let input: RestoreArgs = call.args()?;
-    let target = Target::pinned(&input.slug, &input.pin);
-    let conditions = Conditions::expecting(input.expected_version);
+    let page = call.pinned(&input.slug, &input.pin, input.expected_version);
     let restore = RestorePage {
         version: input.version,
     };
-    let restored: Updated = history::restore(call.state, call.caller, target, restore, conditions)
-        .await?
-        .answer;
+    let restored: Updated = history::restore(page, restore).await?.answer;
     let text = format!(
         "Restored {}: version {} has the title and body of version {}.",
         restored.slug, restored.version, input.version
@@ -768,13 +763,11 @@ async fn restore_page(call: &ToolCall<'_>) -> Result<CallToolResult, ApiError> {
 
 async fn rotate_pin(call: &ToolCall<'_>) -> Result<CallToolResult, ApiError> {
     let input: RotateArgs = call.args()?;
-    let target = Target::pinned(&input.slug, &input.pin);
+    let page = call.page(Target::pinned(&input.slug, &input.pin));
     let rotate = RotatePin {
         new_pin: input.new_pin,
     };
-    let rotated: PinRotated = history::rotate_pin(call.state, call.caller, target, rotate)
-        .await?
-        .answer;
+    let rotated: PinRotated = history::rotate_pin(page, rotate).await?.answer;
     let text = format!(
         "The PIN of {} is replaced (the page stays at version {}): only the new PIN \
          works from now on; keep it, it is never shown again.",

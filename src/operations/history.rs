@@ -4,18 +4,17 @@
 //! 404 to everyone who does not send its PIN, checked (and a wrong one counted) as
 //! for a write ([`pin_check::authorize`]). A restore is a write like an update:
 //! the publish budget, then the PIN check, then the store, with the same
-//! [`Conditions`].
+//! [`Conditions`](super::pages::Conditions).
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::error::ApiError;
-use super::pages::{counted, path_slug, spend_and_authorize, Conditions, Target, Written};
+use super::pages::{counted, PageCall, Written};
 use super::types::{ListQuery, Updated};
 use super::{pin_check, Caller};
 use crate::domain::PageSlug;
 use crate::page_store::{PageVersion, Restored, VersionKind};
-use crate::state::AppState;
 
 /// Rows of a history list unless `per_page` says otherwise, and the most it may say
 /// (as the page list's).
@@ -63,26 +62,24 @@ pub struct PinRotated {
     pub version: i64,
 }
 
-/// Replaces the PIN of the page `target` names (with its current PIN in
-/// `target.pin`) by `input.new_pin`, for `caller`: the slug, the new PIN's rules,
-/// then the publish budget, then the PIN check (wrong PINs count as for any
-/// write), then the new hash and the write. Errors as
-/// `POST /api/pages/{slug}/pin` answers them.
+/// Replaces the PIN of the page `call` names (with its current PIN in
+/// `call.target.pin`) by `input.new_pin`: the slug, the new PIN's rules, then the
+/// publish budget, then the PIN check (wrong PINs count as for any write), then the
+/// new hash and the write. A PIN is not part of a version: `call.conditions` is not
+/// checked. Errors as `POST /api/pages/{slug}/pin` answers them.
 pub async fn rotate_pin(
-    state: &AppState,
-    caller: &Caller,
-    target: Target<'_>,
+    call: PageCall<'_>,
     input: RotatePin,
 ) -> Result<Written<PinRotated>, ApiError> {
-    let slug = path_slug(target.slug)?;
+    let state = call.state;
+    let slug = call.slug()?;
     crate::pin::check(&input.new_pin)
         .map_err(|e| ApiError::validation("new_pin", e.to_string()))?;
-    let (spent, id) = spend_and_authorize(state, caller, &slug, target.pin).await?;
+    let (spent, id) = call.spend_and_authorize(&slug).await?;
     let hash = crate::pin::hash_off_thread(&state.api.hash_slots, input.new_pin).await?;
-    state.pages.store.set_pin_hash(id, hash).await?;
-    let version = state
-        .pages
-        .store
+    call.store().set_pin_hash(id, hash).await?;
+    let version = call
+        .store()
         .versions(id, 0, 1)
         .await?
         .rows
@@ -137,19 +134,15 @@ pub struct VersionView {
     pub url: String,
 }
 
-/// The page's id when `caller` may read its history: any page that is a
-/// candidate; a gone one only with its PIN in `target.pin` (else 404).
-pub async fn readable(
-    state: &AppState,
-    caller: &Caller,
-    target: Target<'_>,
-) -> Result<(PageSlug, i64), ApiError> {
-    let slug = path_slug(target.slug)?;
-    let record = pin_check::pin_record(state, &slug).await?;
+/// The page's id when the caller may read its history: any page that is a
+/// candidate; a gone one only with its PIN in `call.target.pin` (else 404).
+pub async fn readable(call: &PageCall<'_>) -> Result<(PageSlug, i64), ApiError> {
+    let slug = call.slug()?;
+    let record = pin_check::pin_record(call.state, &slug).await?;
     if !record.gone {
         return Ok((slug, record.id));
     }
-    let id = pin_check::authorize(state, &caller.client, &slug, target.pin).await?;
+    let id = pin_check::authorize(call.state, &call.caller.client, &slug, call.target.pin).await?;
     Ok((slug, id))
 }
 
@@ -168,28 +161,24 @@ pub struct ListedVersions {
     pub newest: Option<(i64, i64)>,
 }
 
-/// One page of the history of the page `target` names, newest first; `query`
+/// One page of the history of the page `call` names, newest first; `query`
 /// holds `page` and `per_page` as sent, under the page list's rules.
-pub async fn versions(
-    state: &AppState,
-    caller: &Caller,
-    target: Target<'_>,
-    query: &ListQuery,
-) -> Result<ListedVersions, ApiError> {
+pub async fn versions(call: PageCall<'_>, query: &ListQuery) -> Result<ListedVersions, ApiError> {
+    let caller = call.caller;
     let (per_page, page) = super::pages::paging(query)?;
-    let (slug, id) = readable(state, caller, target).await?;
+    let (slug, id) = readable(&call).await?;
     let offset = (page - 1) * per_page;
     // Past the first page the newest version comes from a query of its own, made
     // before the page's: a write between the two then leaves a tag older than the
     // rows (the next read answers 200 again), never newer (a 304 for rows the
     // client does not hold).
     let newest_first = if offset > 0 {
-        let newest = state.pages.store.versions(id, 0, 1).await?;
+        let newest = call.store().versions(id, 0, 1).await?;
         Some(newest.rows.first().map(|v| (v.version, v.created_at)))
     } else {
         None
     };
-    let listed = state.pages.store.versions(id, offset, per_page).await?;
+    let listed = call.store().versions(id, offset, per_page).await?;
     let newest =
         newest_first.unwrap_or_else(|| listed.rows.first().map(|v| (v.version, v.created_at)));
     let total = listed.total;
@@ -229,25 +218,22 @@ fn no_version(slug: &str, version: impl std::fmt::Display) -> ApiError {
     ))
 }
 
-/// Version `version` of the page `target` names, and the kept version before it
-/// when `with_previous` (for the diff of the HTML face).
+/// Version `version` (as sent) of the page `call` names, and the kept version
+/// before it when `with_previous` (for the diff of the HTML face).
 pub async fn version(
-    state: &AppState,
-    caller: &Caller,
-    target: Target<'_>,
+    call: &PageCall<'_>,
     version: &str,
     with_previous: bool,
 ) -> Result<(PageSlug, PageVersion, Option<PageVersion>), ApiError> {
-    let n = path_version(target.slug, version)?;
-    let (slug, id) = readable(state, caller, target).await?;
-    let found = state
-        .pages
-        .store
+    let n = path_version(call.target.slug, version)?;
+    let (slug, id) = readable(call).await?;
+    let found = call
+        .store()
         .version(id, n)
         .await?
         .ok_or_else(|| no_version(slug.as_str(), n))?;
     let previous = if with_previous {
-        state.pages.store.version_before(id, n).await?
+        call.store().version_before(id, n).await?
     } else {
         None
     };
@@ -255,15 +241,10 @@ pub async fn version(
 }
 
 /// [`version`] as `GET /api/pages/{slug}/versions/{n}` answers it.
-pub async fn version_view(
-    state: &AppState,
-    caller: &Caller,
-    target: Target<'_>,
-    n: &str,
-) -> Result<VersionView, ApiError> {
-    let (slug, v, _) = version(state, caller, target, n, false).await?;
+pub async fn version_view(call: PageCall<'_>, n: &str) -> Result<VersionView, ApiError> {
+    let (slug, v, _) = version(&call, n, false).await?;
     Ok(VersionView {
-        url: version_url(caller, slug.as_str(), v.version),
+        url: version_url(call.caller, slug.as_str(), v.version),
         slug: slug.to_string(),
         version: v.version,
         title: v.title,
@@ -273,31 +254,24 @@ pub async fn version_view(
     })
 }
 
-/// Makes a new version of the page `target` names whose title and body are those
-/// of its kept version `input.version`, for `caller`: the slug, the field, then
-/// the publish budget, then the PIN check, then the write (as an update). Errors
-/// as `POST /api/pages/{slug}/restore` answers them.
-pub async fn restore(
-    state: &AppState,
-    caller: &Caller,
-    target: Target<'_>,
-    input: RestorePage,
-    conditions: Conditions,
-) -> Result<Written<Updated>, ApiError> {
-    counted(state, "restore", async {
-        let slug = path_slug(target.slug)?;
+/// Makes a new version of the page `call` names whose title and body are those of
+/// its kept version `input.version`: the slug, the field, then the publish budget,
+/// then the PIN check, then the write (as an update) under `call.conditions`.
+/// Errors as `POST /api/pages/{slug}/restore` answers them.
+pub async fn restore(call: PageCall<'_>, input: RestorePage) -> Result<Written<Updated>, ApiError> {
+    counted(call.state, "restore", async {
+        let slug = call.slug()?;
         if input.version < 1 {
             return Err(ApiError::validation(
                 "version",
                 "version must be a whole number from 1",
             ));
         }
-        let (spent, id) = spend_and_authorize(state, caller, &slug, target.pin).await?;
-        let now = state.clock.now();
-        let restored = state
-            .pages
-            .store
-            .restore(id, input.version, now, conditions.expected_version)
+        let (spent, id) = call.spend_and_authorize(&slug).await?;
+        let (now, expected) = (call.state.clock.now(), call.conditions.expected_version);
+        let restored = call
+            .store()
+            .restore(id, input.version, now, expected)
             .await?;
         match restored {
             Restored::Done(version) => Ok(Written::spent(

@@ -54,6 +54,59 @@ impl<'a> Target<'a> {
     }
 }
 
+/// One call of an operation on the page a request names: the app, who calls, the
+/// page with the PIN as sent, and what a write must find. Each face builds it once
+/// per request (the HTTP routes from the path, `X-Page-Pin` and `If-Match`; the MCP
+/// tools from their `slug`, `pin` and `expected_version`); the reads and
+/// [`super::history::rotate_pin`] leave [`Conditions`] at its default and check none.
+#[derive(Clone)]
+pub struct PageCall<'a> {
+    pub state: &'a AppState,
+    pub caller: &'a Caller,
+    pub target: Target<'a>,
+    pub conditions: Conditions,
+}
+
+impl<'a> PageCall<'a> {
+    /// A call on `target` for `caller` with no conditions.
+    pub fn new(state: &'a AppState, caller: &'a Caller, target: Target<'a>) -> Self {
+        Self {
+            state,
+            caller,
+            target,
+            conditions: Conditions::default(),
+        }
+    }
+
+    /// This call with `conditions` for its write.
+    pub fn expecting(self, conditions: Conditions) -> Self {
+        Self { conditions, ..self }
+    }
+
+    /// The page store.
+    pub fn store(&self) -> &'a crate::page_store::PageStore {
+        &self.state.pages.store
+    }
+
+    /// The slug of the target, parsed: [`path_slug`].
+    pub fn slug(&self) -> Result<PageSlug, ApiError> {
+        path_slug(self.target.slug)
+    }
+
+    /// The publish budget, then the PIN check of the page `slug` (this call's target,
+    /// parsed) with the PIN as sent: what every write to an existing page does once
+    /// its own fields are checked. Answers the spend and the page's id.
+    pub(crate) async fn spend_and_authorize(
+        &self,
+        slug: &PageSlug,
+    ) -> Result<(Spent, i64), ApiError> {
+        let spent = publish_budget::spend(self.state, &self.caller.client).await?;
+        let id =
+            pin_check::authorize(self.state, &self.caller.client, slug, self.target.pin).await?;
+        Ok((spent, id))
+    }
+}
+
 /// What a write must find before it is made, beside its PIN. Each face fills them
 /// in one place (`If-Match`, the tools' `expected_version`) and every write checks
 /// them in one (the page store, inside the write's transaction).
@@ -274,30 +327,22 @@ pub async fn read(state: &AppState, caller: &Caller, slug: &str) -> Result<PageV
     })
 }
 
-/// Replaces title and/or body of the page `target` names, for `caller`: the slug,
-/// the fields, then the publish budget, then the PIN check
-/// ([`pin_check::authorize`]), then the write. Errors as `PUT /api/pages/{slug}`
-/// answers them.
-pub async fn update(
-    state: &AppState,
-    caller: &Caller,
-    target: Target<'_>,
-    input: UpdatePage,
-    conditions: Conditions,
-) -> Result<Written<Updated>, ApiError> {
-    counted(state, "update", async {
-        let slug = path_slug(target.slug)?;
+/// Replaces title and/or body of the page `call` names: the slug, the fields, then
+/// the publish budget, then the PIN check ([`pin_check::authorize`]), then the write
+/// under `call.conditions`. Errors as `PUT /api/pages/{slug}` answers them.
+pub async fn update(call: PageCall<'_>, input: UpdatePage) -> Result<Written<Updated>, ApiError> {
+    counted(call.state, "update", async {
+        let slug = call.slug()?;
         if input.title.is_none() && input.body.is_none() {
             return Err(ApiError::validation("title", "give title, body or both"));
         }
         let title = input.title.as_deref().map(PageTitle::parse).transpose()?;
         let body = input.body.map(PageBody::parse).transpose()?;
-        let (spent, id) = spend_and_authorize(state, caller, &slug, target.pin).await?;
-        let now = state.clock.now();
-        let version = state
-            .pages
-            .store
-            .update_expecting(id, title, body, now, conditions.expected_version)
+        let (spent, id) = call.spend_and_authorize(&slug).await?;
+        let (now, expected) = (call.state.clock.now(), call.conditions.expected_version);
+        let version = call
+            .store()
+            .update_expecting(id, title, body, now, expected)
             .await??;
         let answer = Updated {
             slug: slug.to_string(),
@@ -321,43 +366,25 @@ pub(crate) async fn counted<T>(
     written
 }
 
-/// The publish budget, then the PIN check of the page `slug` with the PIN `pin` as
-/// sent: what every write to an existing page does once its own fields are checked.
-/// Answers the spend and the page's id.
-pub(crate) async fn spend_and_authorize(
-    state: &AppState,
-    caller: &Caller,
-    slug: &PageSlug,
-    pin: Option<&[u8]>,
-) -> Result<(Spent, i64), ApiError> {
-    let spent = publish_budget::spend(state, &caller.client).await?;
-    let id = pin_check::authorize(state, &caller.client, slug, pin).await?;
-    Ok((spent, id))
-}
-
-/// Archives or claims (`change`) the page `target` names, for `caller`, counted
-/// under the change's name: the slug, then the publish budget, then the PIN check,
-/// then the write; errors as `POST /api/pages/{slug}/archive` and `…/claim` answer
-/// them.
+/// Archives or claims (`change`) the page `call` names, counted under the change's
+/// name: the slug, then the publish budget, then the PIN check, then the write under
+/// `call.conditions`; errors as `POST /api/pages/{slug}/archive` and `…/claim`
+/// answer them.
 pub async fn change_state(
-    state: &AppState,
-    caller: &Caller,
-    target: Target<'_>,
-    conditions: Conditions,
+    call: PageCall<'_>,
     change: StateChange,
 ) -> Result<Written<StateChanged>, ApiError> {
     let operation = match change {
         StateChange::Archive => "archive",
         StateChange::Claim => "claim",
     };
-    counted(state, operation, async {
-        let slug = path_slug(target.slug)?;
-        let (spent, id) = spend_and_authorize(state, caller, &slug, target.pin).await?;
-        let now = state.clock.now();
-        let after = state
-            .pages
-            .store
-            .change_state_expecting(id, change, now, conditions.expected_version)
+    counted(call.state, operation, async {
+        let slug = call.slug()?;
+        let (spent, id) = call.spend_and_authorize(&slug).await?;
+        let (now, expected) = (call.state.clock.now(), call.conditions.expected_version);
+        let after = call
+            .store()
+            .change_state_expecting(id, change, now, expected)
             .await??;
         let answer = StateChanged {
             slug: after.slug,

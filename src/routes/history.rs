@@ -13,13 +13,13 @@ use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 
 use crate::domain::PageSlug;
+use crate::http::page_request::PageRequest;
 use crate::http::preconditions::Validators;
 use crate::operations::error::ApiError;
 use crate::operations::history;
 use crate::operations::history::VersionList;
 use crate::operations::types::ListQuery;
 use crate::page_store::PageVersion;
-use crate::routes::api::target;
 use crate::routes::{error_page, render};
 use crate::state::AppState;
 use crate::templates::format_time;
@@ -95,26 +95,21 @@ pub fn line_diff(old: &str, new: &str) -> Vec<DiffLine> {
 }
 
 /// `GET /p/{slug}/history?page=N`.
-pub async fn history(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    slug: web::Path<String>,
-    query: web::Query<ListQuery>,
-) -> HttpResponse {
+pub async fn history(page: PageRequest, query: web::Query<ListQuery>) -> HttpResponse {
+    let (state, req) = (page.state(), page.req());
     let query = ListQuery {
         page: query.page.clone(),
         per_page: Some(HISTORY_PAGE_SIZE.to_string()),
     };
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let listed = match history::versions(&state, &caller, target(&req, &slug), &query).await {
+    let listed = match history::versions(page.call(), &query).await {
         Ok(listed) => listed,
-        Err(e) => return failed(&state, &req, e),
+        Err(e) => return failed(state, req, e),
     };
-    let (page, per_page) = (listed.list.page, listed.list.per_page);
-    Validators::history(listed.newest, page, per_page, state.clock.now())
-        .html(crate::routes::theme(&req))
-        .pin_gated(&req)
-        .respond(&req, || async { render_history(&state, &req, listed.list) })
+    let (n, per_page) = (listed.list.page, listed.list.per_page);
+    Validators::history(listed.newest, n, per_page, state.clock.now())
+        .html(crate::routes::theme(req))
+        .pin_gated(req)
+        .respond(req, || async { render_history(state, req, listed.list) })
         .await
 }
 
@@ -146,23 +141,18 @@ fn render_history(state: &AppState, req: &HttpRequest, listed: VersionList) -> H
 }
 
 /// `GET /p/{slug}/v/{n}`.
-pub async fn version(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    path: web::Path<(String, String)>,
-) -> HttpResponse {
-    let (slug, n) = path.into_inner();
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let found = history::version(&state, &caller, target(&req, &slug), &n, true).await;
+pub async fn version(page: PageRequest) -> HttpResponse {
+    let (state, req) = (page.state(), page.req());
+    let found = history::version(&page.call(), page.segment("version"), true).await;
     let (slug, v, previous) = match found {
         Ok(found) => found,
-        Err(e) => return failed(&state, &req, e),
+        Err(e) => return failed(state, req, e),
     };
     let before = previous.as_ref().map(|p| p.version);
     Validators::version_with_diff(v.version, before, v.created_at, state.clock.now())
-        .html(crate::routes::theme(&req))
-        .pin_gated(&req)
-        .respond(&req, || render_version(&state, &req, slug, v, previous))
+        .html(crate::routes::theme(req))
+        .pin_gated(req)
+        .respond(req, || render_version(state, req, slug, v, previous))
         .await
 }
 

@@ -9,7 +9,8 @@ use super::responses::{
     BodyRefusals, NoSuchPage, NotModified, PinOrPublishLimited, PinRefused, VersionMismatch,
     WriteUnavailable,
 };
-use super::{conditions, page_write, spent_headers, target};
+use super::spent_headers;
+use crate::http::page_request::PageRequest;
 use crate::http::preconditions::Validators;
 use crate::operations::error::{ApiError, Problem};
 use crate::operations::history::{
@@ -17,7 +18,6 @@ use crate::operations::history::{
 };
 use crate::operations::pin_check;
 use crate::operations::types::{ListQuery, Updated};
-use crate::state::AppState;
 
 /// List a page's kept versions, newest first.
 ///
@@ -46,19 +46,17 @@ use crate::state::AppState;
     )
 )]
 pub async fn versions(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    slug: web::Path<String>,
+    page: PageRequest,
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    pin_header_fits(&req)?;
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let listed = history::versions(&state, &caller, target(&req, &slug), &query).await?;
-    let (page, per_page) = (listed.list.page, listed.list.per_page);
-    let validators = Validators::history(listed.newest, page, per_page, state.clock.now());
+    let req = page.req();
+    pin_header_fits(req)?;
+    let listed = history::versions(page.call(), &query).await?;
+    let (n, per_page) = (listed.list.page, listed.list.per_page);
+    let validators = Validators::history(listed.newest, n, per_page, page.state().clock.now());
     Ok(validators
-        .pin_gated(&req)
-        .respond_json(&req, listed.list)
+        .pin_gated(req)
+        .respond_json(req, listed.list)
         .await)
 }
 
@@ -89,18 +87,14 @@ pub async fn versions(
             headers(("Retry-After" = i64, description = "Seconds until the refusing window ends"))),
     )
 )]
-pub async fn version(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    path: web::Path<(String, String)>,
-) -> Result<HttpResponse, ApiError> {
-    let (slug, n) = path.into_inner();
-    pin_header_fits(&req)?;
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let view: VersionView = history::version_view(&state, &caller, target(&req, &slug), &n).await?;
+pub async fn version(page: PageRequest) -> Result<HttpResponse, ApiError> {
+    let req = page.req();
+    pin_header_fits(req)?;
+    let view: VersionView = history::version_view(page.call(), page.segment("version")).await?;
     // A version never changes: its number is its tag.
-    let validators = Validators::version(view.version, Some(view.created_at), state.clock.now());
-    Ok(validators.pin_gated(&req).respond_json(&req, view).await)
+    let now = page.state().clock.now();
+    let validators = Validators::version(view.version, Some(view.created_at), now);
+    Ok(validators.pin_gated(req).respond_json(req, view).await)
 }
 
 /// Restore a kept version: a new version whose title and body are that version's.
@@ -122,16 +116,9 @@ pub async fn version(
         (status = 503, response = inline(WriteUnavailable)),
     )
 )]
-pub async fn restore(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    slug: web::Path<String>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    let (input, caller): (RestorePage, _) = page_write(&state, &req, &slug, payload).await?;
-    let conditions = conditions(&req)?;
-    let restored =
-        history::restore(&state, &caller, target(&req, &slug), input, conditions).await?;
+pub async fn restore(page: PageRequest, payload: web::Payload) -> Result<HttpResponse, ApiError> {
+    let input: RestorePage = page.body(payload).await?;
+    let restored = history::restore(page.write()?, input).await?;
     Ok(spent_headers(restored, HttpResponse::Ok()))
 }
 
@@ -159,13 +146,11 @@ pub async fn restore(
     )
 )]
 pub async fn rotate_pin(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    slug: web::Path<String>,
+    page: PageRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let (input, caller): (RotatePin, _) = page_write(&state, &req, &slug, payload).await?;
-    let rotated = history::rotate_pin(&state, &caller, target(&req, &slug), input).await?;
+    let input: RotatePin = page.body(payload).await?;
+    let rotated = history::rotate_pin(page.call(), input).await?;
     Ok(spent_headers(rotated, HttpResponse::Ok()))
 }
 

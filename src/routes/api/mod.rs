@@ -17,16 +17,15 @@ use actix_web::http::header;
 use actix_web::{web, FromRequest, Handler, HttpRequest, HttpResponse, Responder};
 
 use crate::http::body;
+use crate::http::page_request::PageRequest;
 use crate::http::preconditions::Validators;
 use crate::http::rate_limit_headers::with_spent;
 use crate::operations::error::{ApiError, Problem};
 use crate::operations::idempotency::{self, Idempotency, IdempotencyKey};
-use crate::operations::pages::{self, Conditions, Target, Written};
-use crate::operations::pin_check;
+use crate::operations::pages::{self, Conditions, Written};
 use crate::operations::types::{
     CreatePage, Created, ListQuery, PageList, PageView, StateChanged, UpdatePage, Updated,
 };
-use crate::operations::Caller;
 use crate::page_records::StateChange;
 use crate::state::AppState;
 use params::{ConditionalRead, PagePath, PinnedWrite};
@@ -105,21 +104,6 @@ where
     resource(path, [web::post().to(handler)], "POST")
 }
 
-/// The page `slug` names with the `X-Page-Pin` header of `req`, as sent.
-pub(crate) fn target<'a>(req: &'a HttpRequest, slug: &'a str) -> Target<'a> {
-    let pin = req
-        .headers()
-        .get(pin_check::PIN_HEADER)
-        .map(|v| v.as_bytes());
-    Target { slug, pin }
-}
-
-/// The conditions of the write `req` asks for: its `If-Match`
-/// ([`crate::http::preconditions`]).
-pub(crate) fn conditions(req: &HttpRequest) -> Result<Conditions, ApiError> {
-    crate::http::preconditions::conditions(req)
-}
-
 /// The `Idempotency-Key` of `req`, checked: `None` without one.
 ///
 /// Errors: a key that breaks [`IdempotencyKey::parse`]'s rule, or the header sent
@@ -189,7 +173,7 @@ pub async fn create(
     let caller = crate::http::caller(&req, &state.trusted_proxies);
     let conditions = Conditions {
         idempotency: key.map(|key| Idempotency::of_body(key, &bytes)),
-        ..conditions(&req)?
+        ..crate::http::preconditions::conditions(&req)?
     };
     drop(bytes);
     let written = pages::publish(&state, &caller, input, conditions).await?;
@@ -251,15 +235,12 @@ pub async fn list(
         (status = 404, description = "No published page has this slug", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn get(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    slug: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let caller = crate::http::caller(&req, &state.trusted_proxies);
-    let page = pages::read(&state, &caller, &slug).await?;
-    let validators = Validators::version(page.version, Some(page.updated_at), state.clock.now());
-    Ok(validators.respond_json(&req, page).await)
+pub async fn get(page: PageRequest) -> Result<HttpResponse, ApiError> {
+    let call = page.call();
+    let view = pages::read(call.state, call.caller, call.target.slug).await?;
+    let validators =
+        Validators::version(view.version, Some(view.updated_at), call.state.clock.now());
+    Ok(validators.respond_json(page.req(), view).await)
 }
 
 /// Replace a page's title and/or body.
@@ -278,30 +259,10 @@ pub async fn get(
         PinnedWriteRefusals,
     )
 )]
-pub async fn update(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    slug: web::Path<String>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    let (input, caller): (UpdatePage, _) = page_write(&state, &req, &slug, payload).await?;
-    let target = target(&req, &slug);
-    let updated = pages::update(&state, &caller, target, input, conditions(&req)?).await?;
+pub async fn update(page: PageRequest, payload: web::Payload) -> Result<HttpResponse, ApiError> {
+    let input: UpdatePage = page.body(payload).await?;
+    let updated = pages::update(page.write()?, input).await?;
     Ok(spent_headers(updated, HttpResponse::Ok()))
-}
-
-/// The JSON body of a write to the page `slug` names, and who sends it. Errors: a
-/// slug that names no page is 404 before a byte of the body is read; then the body's
-/// refusals ([`body::read_json`]).
-pub(crate) async fn page_write<T: serde::de::DeserializeOwned>(
-    state: &AppState,
-    req: &HttpRequest,
-    slug: &str,
-    payload: web::Payload,
-) -> Result<(T, Caller), ApiError> {
-    pages::path_slug(slug)?;
-    let input = body::read_json(&state.api.bodies, req, payload).await?;
-    Ok((input, crate::http::caller(req, &state.trusted_proxies)))
 }
 
 /// `response` with `body` as JSON and the spend's `RateLimit` headers.
@@ -333,16 +294,8 @@ macro_rules! state_change_routes {
                     PinnedWriteRefusals,
                 )
             )]
-            pub async fn $name(
-                state: web::Data<AppState>,
-                req: HttpRequest,
-                slug: web::Path<String>,
-            ) -> Result<HttpResponse, ApiError> {
-                let caller = crate::http::caller(&req, &state.trusted_proxies);
-                let target = target(&req, &slug);
-                let changed =
-                    pages::change_state(&state, &caller, target, conditions(&req)?, StateChange::$change)
-                        .await?;
+            pub async fn $name(page: PageRequest) -> Result<HttpResponse, ApiError> {
+                let changed = pages::change_state(page.write()?, StateChange::$change).await?;
                 Ok(spent_headers(changed, HttpResponse::Ok()))
             }
         )+
