@@ -11,15 +11,16 @@
 /// calls `read(row, i)?` with `read: fn(&Row<'_>, usize) -> rusqlite::Result<T>`,
 /// for a column that needs converting.
 ///
-/// The columns are read by position only, never looked up by name (the
-/// candidate loads read a million rows), so the SELECT's column list must
+/// The columns are read by position only, never looked up by name (page
+/// rows are read by the million), so the SELECT's column list must
 /// be in the order the fields are listed here; it need not be the order the
 /// struct declares them in. Expands to an expression using `?`, so it belongs
 /// inside a function returning `rusqlite::Result`; a column that is missing or
 /// of another type is rusqlite's error from `get` (or `read`'s), the first in
 /// listing order.
 macro_rules! from_row {
-    // One field at a time, so that each gets its column as a constant.
+    // One field at a time, each given its column as `start + 1 + …`: no counter
+    // is kept at run time.
     (@next $row:ident, $ty:ident, $i:expr, [$($done:tt)*]
         $field:ident : $read:expr $(, $($rest:tt)*)?) => {
         $crate::page_store::sqlite::rows::from_row!(@next $row, $ty, $i + 1,
