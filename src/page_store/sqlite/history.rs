@@ -6,12 +6,13 @@
 //! write lock, so the check and the write see the same row); a mismatch returns
 //! before anything is written, so no trigger moves the corpus generation.
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 
 use super::pages;
+use super::rows::from_row;
 use crate::domain::NewPage;
 use crate::page_records::{
-    CreateRefused, CreatedRow, ImportCounts, ImportPage, PageEdit, StateChange, StateRow, Upserted,
+    CreateRefused, CreatedRow, ImportCounts, ImportPage, PageEdit, StateChange, StateRow,
 };
 use crate::page_store::history::{
     PageVersion, Restored, VersionKind, VersionList, VersionMismatch, VersionSummary, WriteTerms,
@@ -141,64 +142,50 @@ pub fn import_all(
     now: i64,
     keep: i64,
 ) -> rusqlite::Result<ImportCounts> {
-    let mut counts = ImportCounts::default();
-    for page in batch {
-        let done = pages::upsert(
-            tx,
-            &page.slug,
-            &page.title,
-            &page.body,
-            page.pin_hash.as_deref(),
-            now,
-        )?;
-        if done != Upserted::Unchanged {
-            let id: i64 = tx
-                .prepare_cached("SELECT id FROM pages WHERE slug = ?1")?
-                .query_row([page.slug.as_str()], |r| r.get(0))?;
-            record(tx, id, VersionKind::Import, keep)?;
-        }
-        counts.add(done);
-    }
-    Ok(counts)
-}
-
-fn version_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PageVersion> {
-    Ok(PageVersion {
-        version: r.get(0)?,
-        title: r.get(1)?,
-        body: r.get(2)?,
-        kind: VersionKind::parse(r.get_ref(3)?.as_str()?),
-        created_at: r.get(4)?,
+    pages::upsert_all(tx, batch, now, |page| {
+        let id: i64 = tx
+            .prepare_cached("SELECT id FROM pages WHERE slug = ?1")?
+            .query_row([page.slug.as_str()], |r| r.get(0))?;
+        record(tx, id, VersionKind::Import, keep)
     })
 }
 
+/// The `kind` in column `i`, read borrowed.
+fn version_kind(r: &Row<'_>, i: usize) -> rusqlite::Result<VersionKind> {
+    Ok(VersionKind::parse(r.get_ref(i)?.as_str()?))
+}
+
+/// A version from the columns `version, title, body, kind, created_at`, the
+/// first of them at `start`.
+fn version_row(r: &Row<'_>, start: usize) -> rusqlite::Result<PageVersion> {
+    Ok(from_row!(r, start => PageVersion { version, title, body, kind: version_kind, created_at }))
+}
+
+/// One version of a page read from its history: `None` when it holds no such
+/// version.
+pub type MaybeVersion = rusqlite::Result<Option<PageVersion>>;
+
+/// The version of page `id` that `sql` selects, with `?1` the page id and `?2`
+/// `version`, in [`version_row`]'s columns; `None` when there is none.
+fn one_version(conn: &Connection, sql: &str, id: i64, version: i64) -> MaybeVersion {
+    conn.prepare_cached(sql)?
+        .query_row([id, version], |r| version_row(r, 0))
+        .optional()
+}
+
 /// Version `version` of page `id`, when its history holds it.
-pub fn version_of(
-    conn: &Connection,
-    id: i64,
-    version: i64,
-) -> rusqlite::Result<Option<PageVersion>> {
-    conn.prepare_cached(
-        "SELECT version, title, body, kind, created_at FROM page_versions
-         WHERE page_id = ?1 AND version = ?2",
-    )?
-    .query_row([id, version], version_row)
-    .optional()
+pub fn version_of(conn: &Connection, id: i64, version: i64) -> MaybeVersion {
+    let sql = "SELECT version, title, body, kind, created_at FROM page_versions
+               WHERE page_id = ?1 AND version = ?2";
+    one_version(conn, sql, id, version)
 }
 
 /// The newest version of page `id` older than `version`, when its history holds
 /// one.
-pub fn version_before(
-    conn: &Connection,
-    id: i64,
-    version: i64,
-) -> rusqlite::Result<Option<PageVersion>> {
-    conn.prepare_cached(
-        "SELECT version, title, body, kind, created_at FROM page_versions
-         WHERE page_id = ?1 AND version < ?2 ORDER BY version DESC LIMIT 1",
-    )?
-    .query_row([id, version], version_row)
-    .optional()
+pub fn version_before(conn: &Connection, id: i64, version: i64) -> MaybeVersion {
+    let sql = "SELECT version, title, body, kind, created_at FROM page_versions
+               WHERE page_id = ?1 AND version < ?2 ORDER BY version DESC LIMIT 1";
+    one_version(conn, sql, id, version)
 }
 
 /// The number of versions kept of page `id` and `limit` of them from `offset`,
@@ -220,13 +207,9 @@ pub fn versions(
              ORDER BY version DESC LIMIT ?2 OFFSET ?3",
         )?
         .query_map([id, limit, offset], |r| {
-            Ok(VersionSummary {
-                version: r.get(0)?,
-                title: r.get(1)?,
-                kind: VersionKind::parse(r.get_ref(2)?.as_str()?),
-                created_at: r.get(3)?,
-                body_bytes: r.get(4)?,
-            })
+            Ok(from_row!(r => VersionSummary {
+                version, title, kind: version_kind, created_at, body_bytes
+            }))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     drop(tx);
@@ -245,17 +228,7 @@ pub fn rows_after(
          WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
     )?
     .query_map([after, limit], |r| {
-        Ok((
-            r.get(0)?,
-            r.get(1)?,
-            PageVersion {
-                version: r.get(2)?,
-                title: r.get(3)?,
-                body: r.get(4)?,
-                kind: VersionKind::parse(r.get_ref(5)?.as_str()?),
-                created_at: r.get(6)?,
-            },
-        ))
+        Ok((r.get(0)?, r.get(1)?, version_row(r, 2)?))
     })?
     .collect()
 }
@@ -278,6 +251,15 @@ mod tests {
         out
     }
 
+    /// Creates page `a` (body `one`) at time 1, keeping `keep` versions; its id.
+    fn page_a(conn: &mut Connection, keep: i64) -> i64 {
+        let page = NewPage::parse(Some("a"), "A", Some("one".into())).unwrap();
+        write(conn, |tx| create(tx, &page, None, 1, keep))
+            .unwrap()
+            .unwrap()
+            .id
+    }
+
     /// An edit of the body alone.
     fn body(text: &str) -> PageEdit {
         PageEdit {
@@ -289,11 +271,7 @@ mod tests {
     #[test]
     fn every_write_keeps_its_version_and_the_history_is_pruned_to_the_bound() {
         let (_d, mut conn) = db();
-        let page = NewPage::parse(Some("a"), "A", Some("one".into())).unwrap();
-        let id = write(&mut conn, |tx| create(tx, &page, None, 1, 3))
-            .unwrap()
-            .unwrap()
-            .id;
+        let id = page_a(&mut conn, 3);
         for (n, text) in ["two", "three", "four"].iter().enumerate() {
             let v = write(&mut conn, |tx| {
                 update(tx, id, &body(text), WriteTerms::keeping(3, 2 + n as i64))
@@ -314,11 +292,7 @@ mod tests {
     #[test]
     fn a_stale_expected_version_writes_nothing_and_a_restore_copies_the_old_text() {
         let (_d, mut conn) = db();
-        let page = NewPage::parse(Some("a"), "A", Some("one".into())).unwrap();
-        let id = write(&mut conn, |tx| create(tx, &page, None, 1, 100))
-            .unwrap()
-            .unwrap()
-            .id;
+        let id = page_a(&mut conn, 100);
         write(&mut conn, |tx| {
             update(tx, id, &body("two"), WriteTerms::keeping(100, 2))
         })

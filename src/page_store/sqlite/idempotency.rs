@@ -4,6 +4,7 @@
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
+use super::rows::from_row;
 use crate::page_store::idempotency::{
     Claimed, KeyClaim, StoredAnswer, ABANDONED_AFTER_SECS, KEY_LIFETIME_SECS, SWEEP_BATCH,
 };
@@ -32,13 +33,7 @@ pub fn claim(tx: &Transaction<'_>, claim: &KeyClaim) -> rusqlite::Result<Claimed
              FROM idempotency_keys WHERE key_hash = ?1",
         )?
         .query_row([&claim.key_hash], |r| {
-            Ok(Row {
-                fingerprint: r.get(0)?,
-                done: r.get(1)?,
-                started_at: r.get(2)?,
-                status: r.get(3)?,
-                response: r.get(4)?,
-            })
+            Ok(from_row!(r => Row { fingerprint, done, started_at, status, response }))
         })
         .optional()?;
     let live = row.filter(|r| r.started_at > expired);

@@ -29,6 +29,7 @@ use rusqlite::{Connection, Transaction};
 pub mod history;
 pub mod idempotency;
 pub mod pages;
+mod rows;
 
 use super::{
     Candidate, CandidateSink, ChangedPages, Claimed, CreateRefused, CreatedRow, ImportCounts,

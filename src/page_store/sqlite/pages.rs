@@ -3,6 +3,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
+use super::rows::from_row;
 use crate::domain::{NewPage, PageBody, PageSlug, PageTitle, SLUG_MAX};
 // The page store's records (any backend); re-exported where they were.
 pub use crate::page_records::{
@@ -193,15 +194,7 @@ fn state(conn: &Connection, id: i64) -> rusqlite::Result<StateRow> {
         "SELECT slug, current_version, lifecycle, claimed_at, updated_at FROM pages
          WHERE id = ?1",
         [id],
-        |r| {
-            Ok(StateRow {
-                slug: r.get(0)?,
-                version: r.get(1)?,
-                lifecycle: r.get(2)?,
-                claimed_at: r.get(3)?,
-                updated_at: r.get(4)?,
-            })
-        },
+        |r| Ok(from_row!(r => StateRow { slug, version, lifecycle, claimed_at, updated_at })),
     )
 }
 
@@ -212,13 +205,7 @@ pub fn pin_hash(conn: &Connection, slug: &str) -> rusqlite::Result<Option<PinRec
     conn.query_row(
         &format!("SELECT id, pin_hash, NOT ({CANDIDATE}) FROM pages WHERE slug = ?1"),
         [slug],
-        |r| {
-            Ok(PinRecord {
-                id: r.get(0)?,
-                pin_hash: r.get(1)?,
-                gone: r.get(2)?,
-            })
-        },
+        |r| Ok(from_row!(r => PinRecord { id, pin_hash, gone })),
     )
     .optional()
 }
@@ -251,18 +238,9 @@ pub fn rows_after(conn: &Connection, after: i64, limit: i64) -> rusqlite::Result
          FROM pages WHERE id > ?1 ORDER BY id LIMIT ?2",
     )?;
     let rows = stmt.query_map([after, limit], |r| {
-        Ok(StoredRow {
-            id: r.get(0)?,
-            slug: r.get(1)?,
-            title: r.get(2)?,
-            body: r.get(3)?,
-            pin_hash: r.get(4)?,
-            version: r.get(5)?,
-            lifecycle: r.get(6)?,
-            claimed_at: r.get(7)?,
-            created_at: r.get(8)?,
-            updated_at: r.get(9)?,
-        })
+        Ok(from_row!(r => StoredRow {
+            id, slug, title, body, pin_hash, version, lifecycle, claimed_at, created_at, updated_at
+        }))
     })?;
     rows.collect()
 }
@@ -316,23 +294,29 @@ pub fn change_state(
     }
 }
 
-/// Upserts every page of an import in `tx`, in order ([`upsert`]); counts what
-/// each did.
+/// Upserts every page of an import in `tx`, in order ([`upsert`]), handing each
+/// page it inserted or changed to `changed` right after; counts what each did.
+/// An error from either stops the import there.
 pub fn upsert_all(
     tx: &Transaction<'_>,
     pages: &[ImportPage],
     now: i64,
+    mut changed: impl FnMut(&ImportPage) -> rusqlite::Result<()>,
 ) -> rusqlite::Result<ImportCounts> {
     let mut counts = ImportCounts::default();
     for page in pages {
-        counts.add(upsert(
+        let done = upsert(
             tx,
             &page.slug,
             &page.title,
             &page.body,
             page.pin_hash.as_deref(),
             now,
-        )?);
+        )?;
+        if done != Upserted::Unchanged {
+            changed(page)?;
+        }
+        counts.add(done);
     }
     Ok(counts)
 }
@@ -344,12 +328,7 @@ pub fn ledger(conn: &Connection, offset: i64, limit: i64) -> rusqlite::Result<Ve
          ORDER BY updated_at DESC, id DESC LIMIT ?1 OFFSET ?2"
     ))?;
     let rows = stmt.query_map([limit, offset], |r| {
-        Ok(PageSummary {
-            slug: r.get(0)?,
-            title: r.get(1)?,
-            version: r.get(2)?,
-            updated_at: r.get(3)?,
-        })
+        Ok(from_row!(r => PageSummary { slug, title, version, updated_at }))
     })?;
     rows.collect()
 }
@@ -363,16 +342,9 @@ pub fn candidate_by_slug(conn: &Connection, slug: &str) -> rusqlite::Result<Opti
         ),
         [slug],
         |r| {
-            Ok(Page {
-                id: r.get(0)?,
-                slug: r.get(1)?,
-                title: r.get(2)?,
-                body: r.get(3)?,
-                version: r.get(4)?,
-                lifecycle: r.get(5)?,
-                created_at: r.get(6)?,
-                updated_at: r.get(7)?,
-            })
+            Ok(from_row!(r => Page {
+                id, slug, title, body, version, lifecycle, created_at, updated_at
+            }))
         },
     )
     .optional()
@@ -388,13 +360,7 @@ pub fn generation(conn: &Connection) -> rusqlite::Result<i64> {
 
 /// A candidate from a row of `id, current_version, slug, title, updated_at`.
 fn candidate_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
-    Ok(Candidate {
-        id: r.get(0)?,
-        version: r.get(1)?,
-        slug: r.get(2)?,
-        title: r.get(3)?,
-        updated_at: r.get(4)?,
-    })
+    Ok(from_row!(r => Candidate { id, version, slug, title, updated_at }))
 }
 
 /// All candidates ordered by id, with the generation they were read at, in one read
