@@ -22,10 +22,8 @@ use tokio_postgres::{IsolationLevel, Row};
 
 use super::postgres_history_sql;
 use super::{
-    Candidate, ChangedPages, Claimed, CreateRefused, CreatedRow, ImportCounts, ImportPage,
-    KeyClaim, LedgerPage, Page, PageBackend, PageEdit, PageFuture, PageStoreError, PageVersion,
-    PinRecord, Restored, StateChange, StateRow, StoredAnswer, VersionList, VersionMismatch,
-    WriteTerms,
+    Candidate, ChangedPages, CreateRefused, CreatedRow, ImportCounts, ImportPage, LedgerPage, Page,
+    PageBackend, PageFuture, PageStoreError, PinRecord,
 };
 use crate::domain::{NewPage, PageSlug, SLUG_MAX};
 use crate::pg::{Call, CallError, Epoch, LastRead, Pg, PgError, PgSettings};
@@ -363,28 +361,6 @@ impl PageBackend for PostgresPages {
         .boxed()
     }
 
-    fn update(
-        &self,
-        id: i64,
-        edit: PageEdit,
-        terms: WriteTerms,
-    ) -> PageFuture<'_, Result<i64, VersionMismatch>> {
-        self.update_kept(id, edit, terms)
-    }
-
-    fn change_state(
-        &self,
-        id: i64,
-        change: StateChange,
-        terms: WriteTerms,
-    ) -> PageFuture<'_, Result<StateRow, VersionMismatch>> {
-        self.change_state_kept(id, change, terms)
-    }
-
-    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> PageFuture<'_, Restored> {
-        self.restore_kept(id, version, terms)
-    }
-
     fn set_pin_hash(&self, id: i64, pin_hash: String) -> PageFuture<'_, ()> {
         self.call(move |c| {
             Box::pin(async move {
@@ -396,31 +372,6 @@ impl PageBackend for PostgresPages {
                 Ok(())
             })
         })
-    }
-
-    fn claim_key(&self, claim: KeyClaim) -> PageFuture<'_, Claimed> {
-        self.claim_key_kept(claim)
-    }
-
-    fn finish_key(
-        &self,
-        key_hash: String,
-        started_at: i64,
-        answer: StoredAnswer,
-    ) -> PageFuture<'_, ()> {
-        self.finish_key_kept(key_hash, started_at, answer)
-    }
-
-    fn release_key(&self, key_hash: String, started_at: i64) -> PageFuture<'_, ()> {
-        self.release_key_kept(key_hash, started_at)
-    }
-
-    fn versions(&self, id: i64, offset: i64, limit: i64) -> PageFuture<'_, VersionList> {
-        self.versions_kept(id, offset, limit)
-    }
-
-    fn version(&self, id: i64, version: i64, before: bool) -> PageFuture<'_, Option<PageVersion>> {
-        self.version_kept(id, version, before)
     }
 
     fn page(&self, slug: String) -> PageFuture<'_, Option<Page>> {
