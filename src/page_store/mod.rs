@@ -81,6 +81,10 @@ impl PageStoreError {
 /// object-safe) of the answer or a [`PageStoreError`].
 pub type PageFuture<'a, T> = BoxFuture<'a, Result<T, PageStoreError>>;
 
+/// What [`PageBackend::create`] answers: the new page's row, or why it was
+/// refused (nothing written), inside the store's [`PageFuture`].
+pub type CreateFuture<'a> = PageFuture<'a, Result<CreatedRow, CreateRefused>>;
+
 /// One page database. Implementations hold their own pools and run their own SQL;
 /// [`PageStore`] is the handle everything else uses. The versioned writes and the
 /// history reads are [`PageHistory`]'s, the idempotency keys
@@ -93,12 +97,7 @@ pub trait PageBackend: PageHistory + IdempotencyBackend + Send + Sync + 'static 
     /// that version in its history (a `publish`). A slug the writer gave must be
     /// free in any state; a derived one takes the first free `slug`, `slug-2`, …
     /// ([`crate::page_store::sqlite::pages::free_slug`] is the rule).
-    fn create(
-        &self,
-        page: NewPage,
-        pin_hash: Option<String>,
-        now: i64,
-    ) -> PageFuture<'_, Result<CreatedRow, CreateRefused>>;
+    fn create(&self, page: NewPage, pin_hash: Option<String>, now: i64) -> CreateFuture<'_>;
 
     /// Replaces page `id`'s PIN hash with `pin_hash` (an argon2id PHC string): the
     /// old PIN stops working at the next check, on every process (PIN checks read

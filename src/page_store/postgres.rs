@@ -22,8 +22,8 @@ use tokio_postgres::{IsolationLevel, Row};
 
 use super::postgres_history_sql;
 use super::{
-    Candidate, ChangedPages, CreateRefused, CreatedRow, ImportCounts, ImportPage, LedgerPage, Page,
-    PageBackend, PageFuture, PageStoreError, PinRecord,
+    Candidate, ChangedPages, CreateFuture, CreateRefused, CreatedRow, ImportCounts, ImportPage,
+    LedgerPage, Page, PageBackend, PageFuture, PageStoreError, PinRecord,
 };
 use crate::domain::{NewPage, PageSlug, SLUG_MAX};
 use crate::pg::{Call, CallError, Epoch, LastRead, Pg, PgError, PgSettings};
@@ -300,12 +300,7 @@ impl PageBackend for PostgresPages {
         "postgres"
     }
 
-    fn create(
-        &self,
-        page: NewPage,
-        pin_hash: Option<String>,
-        now: i64,
-    ) -> PageFuture<'_, Result<CreatedRow, CreateRefused>> {
+    fn create(&self, page: NewPage, pin_hash: Option<String>, now: i64) -> CreateFuture<'_> {
         async move {
             let created = self
                 .pg

@@ -31,7 +31,7 @@ pub mod idempotency;
 pub mod pages;
 
 use super::{
-    Candidate, CandidateSink, ChangedPages, Claimed, CreateRefused, CreatedRow, IdempotencyBackend,
+    Candidate, CandidateSink, ChangedPages, Claimed, CreateFuture, IdempotencyBackend,
     ImportCounts, ImportPage, KeyClaim, LedgerPage, Page, PageBackend, PageEdit, PageFuture,
     PageHistory, PageStoreError, PageVersion, PinRecord, Restored, StateChange, StateRow,
     StoredAnswer, VersionList, WriteFuture, WriteTerms,
@@ -257,12 +257,7 @@ impl PageBackend for SqlitePages {
         "sqlite"
     }
 
-    fn create(
-        &self,
-        page: NewPage,
-        pin_hash: Option<String>,
-        now: i64,
-    ) -> PageFuture<'_, Result<CreatedRow, CreateRefused>> {
+    fn create(&self, page: NewPage, pin_hash: Option<String>, now: i64) -> CreateFuture<'_> {
         // Version 1 is the only one: the bound does not matter.
         self.write(move |tx| history::create(tx, &page, pin_hash.as_deref(), now, 1))
             .boxed()
