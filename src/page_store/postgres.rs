@@ -264,6 +264,23 @@ impl PostgresPages {
         async move { Ok(self.pg.run(call).await?) }.boxed()
     }
 
+    /// The row `sql` reads for `slug` (its `$1`), as `read` makes it, or `None`:
+    /// the one-row reads by slug ([`PageBackend::page`],
+    /// [`PageBackend::pin_record`]).
+    fn by_slug<T: Send + 'static>(
+        &self,
+        sql: String,
+        slug: String,
+        read: fn(&Row) -> T,
+    ) -> PageFuture<'_, Option<T>> {
+        self.call(move |c| {
+            Box::pin(async move {
+                let statement = c.prepare_cached(&sql).await?;
+                Ok(c.query_opt(&statement, &[&slug]).await?.map(|r| read(&r)))
+            })
+        })
+    }
+
     /// [`Self::call`] without the client-side deadline ([`Pg::run_unbounded`]):
     /// imports, which the operator waits for.
     fn call_unbounded<T, F>(&self, call: F) -> PageFuture<'_, T>
@@ -370,27 +387,20 @@ impl PageBackend for PostgresPages {
     }
 
     fn page(&self, slug: String) -> PageFuture<'_, Option<Page>> {
-        self.call(move |c| {
-            Box::pin(async move {
-                let statement = c
-                    .prepare_cached(&format!(
-                        "SELECT id, slug, title, body, current_version, lifecycle,
-                                created_at, updated_at
-                         FROM pages WHERE slug = $1 AND {CANDIDATE}"
-                    ))
-                    .await?;
-                let row = c.query_opt(&statement, &[&slug]).await?;
-                Ok(row.map(|r| Page {
-                    id: r.get(0),
-                    slug: r.get(1),
-                    title: r.get(2),
-                    body: r.get(3),
-                    version: r.get(4),
-                    lifecycle: r.get(5),
-                    created_at: r.get(6),
-                    updated_at: r.get(7),
-                }))
-            })
+        let sql = format!(
+            "SELECT id, slug, title, body, current_version, lifecycle,
+                    created_at, updated_at
+             FROM pages WHERE slug = $1 AND {CANDIDATE}"
+        );
+        self.by_slug(sql, slug, |r| Page {
+            id: r.get(0),
+            slug: r.get(1),
+            title: r.get(2),
+            body: r.get(3),
+            version: r.get(4),
+            lifecycle: r.get(5),
+            created_at: r.get(6),
+            updated_at: r.get(7),
         })
     }
 
@@ -430,20 +440,11 @@ impl PageBackend for PostgresPages {
     }
 
     fn pin_record(&self, slug: String) -> PageFuture<'_, Option<PinRecord>> {
-        self.call(move |c| {
-            Box::pin(async move {
-                let statement = c
-                    .prepare_cached(&format!(
-                        "SELECT id, pin_hash, NOT ({CANDIDATE}) FROM pages WHERE slug = $1"
-                    ))
-                    .await?;
-                let row = c.query_opt(&statement, &[&slug]).await?;
-                Ok(row.map(|r| PinRecord {
-                    id: r.get(0),
-                    pin_hash: r.get(1),
-                    gone: r.get(2),
-                }))
-            })
+        let sql = format!("SELECT id, pin_hash, NOT ({CANDIDATE}) FROM pages WHERE slug = $1");
+        self.by_slug(sql, slug, |r| PinRecord {
+            id: r.get(0),
+            pin_hash: r.get(1),
+            gone: r.get(2),
         })
     }
 
