@@ -12,6 +12,9 @@
 
 use serde::Serialize;
 
+use super::PageFuture;
+use crate::page_records::{PageEdit, StateChange, StateRow};
+
 /// How many versions per page are kept unless `PAGE_HISTORY_VERSIONS` says
 /// otherwise.
 pub const DEFAULT_HISTORY_VERSIONS: i64 = 100;
@@ -136,4 +139,43 @@ pub enum Restored {
     NoSuchVersion,
     /// The page is not at the expected version; nothing changed.
     Mismatch(VersionMismatch),
+}
+
+/// What a versioned write answers: its result, or the [`VersionMismatch`] of a
+/// page not at [`WriteTerms::expected`] (nothing changed), inside the store's
+/// [`PageFuture`].
+pub type WriteFuture<'a, T> = PageFuture<'a, Result<T, VersionMismatch>>;
+
+/// The writes that keep a version in a page's history, and the reads of that
+/// history: the part of [`super::PageBackend`] these rules are about. Each backend
+/// implements it beside its own history SQL.
+pub trait PageHistory {
+    /// Sets title and/or body of page `id` as `edit` says and bumps its version
+    /// and `updated_at` (to `terms.now`), keeping the new version in its history
+    /// (an `update`) and pruning it to `terms.keep`, all in one transaction;
+    /// returns the new version. A page not at `terms.expected` is left as it is
+    /// ([`VersionMismatch`]).
+    fn update(&self, id: i64, edit: PageEdit, terms: WriteTerms) -> WriteFuture<'_, i64>;
+
+    /// Archives or claims page `id` (once; again changes nothing and keeps no
+    /// version), on `terms` as [`Self::update`].
+    fn change_state(
+        &self,
+        id: i64,
+        change: StateChange,
+        terms: WriteTerms,
+    ) -> WriteFuture<'_, StateRow>;
+
+    /// Sets page `id`'s title and body to those of its kept version `version`, as
+    /// a new version (a `restore`), on `terms` as [`Self::update`]: the expected
+    /// version is checked first, then that the history holds `version`.
+    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> PageFuture<'_, Restored>;
+
+    /// How many versions of page `id` are kept, and `limit` of them from
+    /// `offset`, newest first.
+    fn versions(&self, id: i64, offset: i64, limit: i64) -> PageFuture<'_, VersionList>;
+
+    /// Version `version` of page `id`, when its history holds it; with
+    /// `before`, the newest kept version older than `version` instead.
+    fn version(&self, id: i64, version: i64, before: bool) -> PageFuture<'_, Option<PageVersion>>;
 }

@@ -21,6 +21,8 @@
 //! be sent again. Both name the claim by its key and `started_at`, and change
 //! nothing when another request has taken the row over since.
 
+use super::PageFuture;
+
 /// Seconds a key is remembered from the start of the publish that claimed it.
 pub const KEY_LIFETIME_SECS: i64 = 24 * 60 * 60;
 
@@ -72,4 +74,29 @@ pub enum Claimed {
     /// The client holds `max_keys` live keys; the oldest expires in `retry_after`
     /// seconds (at least 1). Nothing was written.
     TooMany { retry_after: i64 },
+}
+
+/// The idempotency-key calls of a page store (the keys live in its database, so a
+/// claim and the publish it guards share one store): the part of
+/// [`super::PageBackend`] the rules above are about. Each backend implements it
+/// beside its own key SQL.
+pub trait IdempotencyBackend {
+    /// Claims an idempotency key as the [module](self) says, in one transaction
+    /// (with the sweep of expired rows): two processes claiming one key at once
+    /// see one [`Claimed::Fresh`].
+    fn claim_key(&self, claim: KeyClaim) -> PageFuture<'_, Claimed>;
+
+    /// Keeps `answer` for the fresh claim of `key_hash` made at `started_at`
+    /// (state `done`); changes nothing when that claim's row is gone or was taken
+    /// over.
+    fn finish_key(
+        &self,
+        key_hash: String,
+        started_at: i64,
+        answer: StoredAnswer,
+    ) -> PageFuture<'_, ()>;
+
+    /// Deletes the fresh claim of `key_hash` made at `started_at` while it is
+    /// still `running`, so the key can be claimed again.
+    fn release_key(&self, key_hash: String, started_at: i64) -> PageFuture<'_, ()>;
 }

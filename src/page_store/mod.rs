@@ -10,8 +10,9 @@
 //! - PostgreSQL (`AGENT_PAGES_DATABASE_URL`): [`postgres::PostgresPages`], shared by
 //!   replicas on any number of hosts.
 //!
-//! A backend is one type implementing [`PageBackend`]; adding one is a module
-//! beside [`sqlite`] and the line in start-up that builds it.
+//! A backend is one type implementing [`PageBackend`] (with its supertraits
+//! [`PageHistory`] and [`IdempotencyBackend`]); adding one is a module beside
+//! [`sqlite`] and the line in start-up that builds it.
 //!
 //! Every backend keeps the same contract: ids are never reused and versions only
 //! grow; a corpus **generation** moves on every committed change to a page, from
@@ -39,9 +40,10 @@ use crate::domain::{NewPage, PageBody, PageTitle};
 /// The records live below the store and `db` both, which build them.
 pub use crate::page_records as records;
 pub use history::{
-    PageVersion, Restored, VersionKind, VersionList, VersionMismatch, VersionSummary, WriteTerms,
+    PageHistory, PageVersion, Restored, VersionKind, VersionList, VersionMismatch, VersionSummary,
+    WriteFuture, WriteTerms,
 };
-pub use idempotency::{Claimed, KeyClaim, StoredAnswer};
+pub use idempotency::{Claimed, IdempotencyBackend, KeyClaim, StoredAnswer};
 pub use records::{
     Candidate, CandidateRef, ChangedPages, CreateRefused, CreatedRow, ImportCounts, ImportPage,
     LedgerPage, Page, PageEdit, PageSummary, PinRecord, StateChange, StateRow, Upserted,
@@ -79,9 +81,15 @@ impl PageStoreError {
 /// object-safe) of the answer or a [`PageStoreError`].
 pub type PageFuture<'a, T> = BoxFuture<'a, Result<T, PageStoreError>>;
 
+/// What [`PageBackend::create`] answers: the new page's row, or why it was
+/// refused (nothing written), inside the store's [`PageFuture`].
+pub type CreateFuture<'a> = PageFuture<'a, Result<CreatedRow, CreateRefused>>;
+
 /// One page database. Implementations hold their own pools and run their own SQL;
-/// [`PageStore`] is the handle everything else uses.
-pub trait PageBackend: Send + Sync + 'static {
+/// [`PageStore`] is the handle everything else uses. The versioned writes and the
+/// history reads are [`PageHistory`]'s, the idempotency keys
+/// [`IdempotencyBackend`]'s, each declared beside its rules; the rest is here.
+pub trait PageBackend: PageHistory + IdempotencyBackend + Send + Sync + 'static {
     /// Which store this is, for logs: `sqlite`, …
     fn kind(&self) -> &'static str;
 
@@ -89,70 +97,12 @@ pub trait PageBackend: Send + Sync + 'static {
     /// that version in its history (a `publish`). A slug the writer gave must be
     /// free in any state; a derived one takes the first free `slug`, `slug-2`, …
     /// ([`crate::page_store::sqlite::pages::free_slug`] is the rule).
-    fn create(
-        &self,
-        page: NewPage,
-        pin_hash: Option<String>,
-        now: i64,
-    ) -> PageFuture<'_, Result<CreatedRow, CreateRefused>>;
-
-    /// Sets title and/or body of page `id` as `edit` says and bumps its version
-    /// and `updated_at` (to `terms.now`), keeping the new version in its history
-    /// (an `update`) and pruning it to `terms.keep`, all in one transaction;
-    /// returns the new version. A page not at `terms.expected` is left as it is
-    /// ([`VersionMismatch`]).
-    fn update(
-        &self,
-        id: i64,
-        edit: PageEdit,
-        terms: WriteTerms,
-    ) -> PageFuture<'_, Result<i64, VersionMismatch>>;
-
-    /// Archives or claims page `id` (once; again changes nothing and keeps no
-    /// version), on `terms` as [`Self::update`].
-    fn change_state(
-        &self,
-        id: i64,
-        change: StateChange,
-        terms: WriteTerms,
-    ) -> PageFuture<'_, Result<StateRow, VersionMismatch>>;
-
-    /// Sets page `id`'s title and body to those of its kept version `version`, as
-    /// a new version (a `restore`), on `terms` as [`Self::update`]: the expected
-    /// version is checked first, then that the history holds `version`.
-    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> PageFuture<'_, Restored>;
+    fn create(&self, page: NewPage, pin_hash: Option<String>, now: i64) -> CreateFuture<'_>;
 
     /// Replaces page `id`'s PIN hash with `pin_hash` (an argon2id PHC string): the
     /// old PIN stops working at the next check, on every process (PIN checks read
     /// the hash from the store each time). Not a version: title and body stay.
     fn set_pin_hash(&self, id: i64, pin_hash: String) -> PageFuture<'_, ()>;
-
-    /// Claims an idempotency key as [`idempotency`] says, in one transaction
-    /// (with the sweep of expired rows): two processes claiming one key at once
-    /// see one [`Claimed::Fresh`].
-    fn claim_key(&self, claim: KeyClaim) -> PageFuture<'_, Claimed>;
-
-    /// Keeps `answer` for the fresh claim of `key_hash` made at `started_at`
-    /// (state `done`); changes nothing when that claim's row is gone or was taken
-    /// over.
-    fn finish_key(
-        &self,
-        key_hash: String,
-        started_at: i64,
-        answer: StoredAnswer,
-    ) -> PageFuture<'_, ()>;
-
-    /// Deletes the fresh claim of `key_hash` made at `started_at` while it is
-    /// still `running`, so the key can be claimed again.
-    fn release_key(&self, key_hash: String, started_at: i64) -> PageFuture<'_, ()>;
-
-    /// How many versions of page `id` are kept, and `limit` of them from
-    /// `offset`, newest first.
-    fn versions(&self, id: i64, offset: i64, limit: i64) -> PageFuture<'_, VersionList>;
-
-    /// Version `version` of page `id`, when its history holds it; with
-    /// `before`, the newest kept version older than `version` instead.
-    fn version(&self, id: i64, version: i64, before: bool) -> PageFuture<'_, Option<PageVersion>>;
 
     /// The candidate page with this slug, or `None` (unknown, archived or claimed).
     fn page(&self, slug: String) -> PageFuture<'_, Option<Page>>;
@@ -346,7 +296,7 @@ impl PageStore {
         self.timed(self.backend.create(page, pin_hash, now)).await
     }
 
-    /// [`PageBackend::update`], whatever version the page is at.
+    /// [`PageHistory::update`], whatever version the page is at.
     pub async fn update(
         &self,
         id: i64,
@@ -359,7 +309,7 @@ impl PageStore {
             .map_err(|_| PageStoreError::Failed(format!("no page {id} to update")))
     }
 
-    /// [`PageBackend::update`], expecting the page at `expected` when given.
+    /// [`PageHistory::update`], expecting the page at `expected` when given.
     pub async fn update_expecting(
         &self,
         id: i64,
@@ -373,7 +323,7 @@ impl PageStore {
         self.timed(self.backend.update(id, edit, terms)).await
     }
 
-    /// [`PageBackend::change_state`], whatever version the page is at.
+    /// [`PageHistory::change_state`], whatever version the page is at.
     pub async fn change_state(
         &self,
         id: i64,
@@ -385,7 +335,7 @@ impl PageStore {
             .map_err(|_| PageStoreError::Failed(format!("no page {id} to change")))
     }
 
-    /// [`PageBackend::change_state`], expecting the page at `expected` when given.
+    /// [`PageHistory::change_state`], expecting the page at `expected` when given.
     pub async fn change_state_expecting(
         &self,
         id: i64,
@@ -398,7 +348,7 @@ impl PageStore {
             .await
     }
 
-    /// [`PageBackend::restore`], expecting the page at `expected` when given.
+    /// [`PageHistory::restore`], expecting the page at `expected` when given.
     pub async fn restore(
         &self,
         id: i64,
@@ -415,12 +365,12 @@ impl PageStore {
         self.observe(self.backend.set_pin_hash(id, pin_hash).await)
     }
 
-    /// [`PageBackend::claim_key`].
+    /// [`IdempotencyBackend::claim_key`].
     pub async fn claim_key(&self, claim: KeyClaim) -> Result<Claimed, PageStoreError> {
         self.timed(self.backend.claim_key(claim)).await
     }
 
-    /// [`PageBackend::finish_key`].
+    /// [`IdempotencyBackend::finish_key`].
     pub async fn finish_key(
         &self,
         key_hash: &str,
@@ -434,13 +384,13 @@ impl PageStore {
         .await
     }
 
-    /// [`PageBackend::release_key`].
+    /// [`IdempotencyBackend::release_key`].
     pub async fn release_key(&self, key_hash: &str, started_at: i64) -> Result<(), PageStoreError> {
         self.timed(self.backend.release_key(key_hash.to_owned(), started_at))
             .await
     }
 
-    /// [`PageBackend::versions`].
+    /// [`PageHistory::versions`].
     pub async fn versions(
         &self,
         id: i64,
@@ -450,7 +400,7 @@ impl PageStore {
         self.timed(self.backend.versions(id, offset, limit)).await
     }
 
-    /// [`PageBackend::version`]: version `version` of page `id`.
+    /// [`PageHistory::version`]: version `version` of page `id`.
     pub async fn version(
         &self,
         id: i64,
@@ -459,7 +409,7 @@ impl PageStore {
         self.timed(self.backend.version(id, version, false)).await
     }
 
-    /// [`PageBackend::version`]: the newest kept version of page `id` older than
+    /// [`PageHistory::version`]: the newest kept version of page `id` older than
     /// `version`.
     pub async fn version_before(
         &self,

@@ -22,10 +22,8 @@ use tokio_postgres::{IsolationLevel, Row};
 
 use super::postgres_history_sql;
 use super::{
-    Candidate, ChangedPages, Claimed, CreateRefused, CreatedRow, ImportCounts, ImportPage,
-    KeyClaim, LedgerPage, Page, PageBackend, PageEdit, PageFuture, PageStoreError, PageVersion,
-    PinRecord, Restored, StateChange, StateRow, StoredAnswer, VersionList, VersionMismatch,
-    WriteTerms,
+    Candidate, ChangedPages, CreateFuture, CreateRefused, CreatedRow, ImportCounts, ImportPage,
+    LedgerPage, Page, PageBackend, PageFuture, PageStoreError, PinRecord,
 };
 use crate::domain::{NewPage, PageSlug, SLUG_MAX};
 use crate::pg::{Call, CallError, Epoch, LastRead, Pg, PgError, PgSettings};
@@ -266,6 +264,23 @@ impl PostgresPages {
         async move { Ok(self.pg.run(call).await?) }.boxed()
     }
 
+    /// The row `sql` reads for `slug` (its `$1`), as `read` makes it, or `None`:
+    /// the one-row reads by slug ([`PageBackend::page`],
+    /// [`PageBackend::pin_record`]).
+    fn by_slug<T: Send + 'static>(
+        &self,
+        sql: String,
+        slug: String,
+        read: fn(&Row) -> T,
+    ) -> PageFuture<'_, Option<T>> {
+        self.call(move |c| {
+            Box::pin(async move {
+                let statement = c.prepare_cached(&sql).await?;
+                Ok(c.query_opt(&statement, &[&slug]).await?.map(|r| read(&r)))
+            })
+        })
+    }
+
     /// [`Self::call`] without the client-side deadline ([`Pg::run_unbounded`]):
     /// imports, which the operator waits for.
     fn call_unbounded<T, F>(&self, call: F) -> PageFuture<'_, T>
@@ -302,12 +317,7 @@ impl PageBackend for PostgresPages {
         "postgres"
     }
 
-    fn create(
-        &self,
-        page: NewPage,
-        pin_hash: Option<String>,
-        now: i64,
-    ) -> PageFuture<'_, Result<CreatedRow, CreateRefused>> {
+    fn create(&self, page: NewPage, pin_hash: Option<String>, now: i64) -> CreateFuture<'_> {
         async move {
             let created = self
                 .pg
@@ -363,28 +373,6 @@ impl PageBackend for PostgresPages {
         .boxed()
     }
 
-    fn update(
-        &self,
-        id: i64,
-        edit: PageEdit,
-        terms: WriteTerms,
-    ) -> PageFuture<'_, Result<i64, VersionMismatch>> {
-        self.update_kept(id, edit, terms)
-    }
-
-    fn change_state(
-        &self,
-        id: i64,
-        change: StateChange,
-        terms: WriteTerms,
-    ) -> PageFuture<'_, Result<StateRow, VersionMismatch>> {
-        self.change_state_kept(id, change, terms)
-    }
-
-    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> PageFuture<'_, Restored> {
-        self.restore_kept(id, version, terms)
-    }
-
     fn set_pin_hash(&self, id: i64, pin_hash: String) -> PageFuture<'_, ()> {
         self.call(move |c| {
             Box::pin(async move {
@@ -398,53 +386,21 @@ impl PageBackend for PostgresPages {
         })
     }
 
-    fn claim_key(&self, claim: KeyClaim) -> PageFuture<'_, Claimed> {
-        self.claim_key_kept(claim)
-    }
-
-    fn finish_key(
-        &self,
-        key_hash: String,
-        started_at: i64,
-        answer: StoredAnswer,
-    ) -> PageFuture<'_, ()> {
-        self.finish_key_kept(key_hash, started_at, answer)
-    }
-
-    fn release_key(&self, key_hash: String, started_at: i64) -> PageFuture<'_, ()> {
-        self.release_key_kept(key_hash, started_at)
-    }
-
-    fn versions(&self, id: i64, offset: i64, limit: i64) -> PageFuture<'_, VersionList> {
-        self.versions_kept(id, offset, limit)
-    }
-
-    fn version(&self, id: i64, version: i64, before: bool) -> PageFuture<'_, Option<PageVersion>> {
-        self.version_kept(id, version, before)
-    }
-
     fn page(&self, slug: String) -> PageFuture<'_, Option<Page>> {
-        self.call(move |c| {
-            Box::pin(async move {
-                let statement = c
-                    .prepare_cached(&format!(
-                        "SELECT id, slug, title, body, current_version, lifecycle,
-                                created_at, updated_at
-                         FROM pages WHERE slug = $1 AND {CANDIDATE}"
-                    ))
-                    .await?;
-                let row = c.query_opt(&statement, &[&slug]).await?;
-                Ok(row.map(|r| Page {
-                    id: r.get(0),
-                    slug: r.get(1),
-                    title: r.get(2),
-                    body: r.get(3),
-                    version: r.get(4),
-                    lifecycle: r.get(5),
-                    created_at: r.get(6),
-                    updated_at: r.get(7),
-                }))
-            })
+        let sql = format!(
+            "SELECT id, slug, title, body, current_version, lifecycle,
+                    created_at, updated_at
+             FROM pages WHERE slug = $1 AND {CANDIDATE}"
+        );
+        self.by_slug(sql, slug, |r| Page {
+            id: r.get(0),
+            slug: r.get(1),
+            title: r.get(2),
+            body: r.get(3),
+            version: r.get(4),
+            lifecycle: r.get(5),
+            created_at: r.get(6),
+            updated_at: r.get(7),
         })
     }
 
@@ -484,20 +440,11 @@ impl PageBackend for PostgresPages {
     }
 
     fn pin_record(&self, slug: String) -> PageFuture<'_, Option<PinRecord>> {
-        self.call(move |c| {
-            Box::pin(async move {
-                let statement = c
-                    .prepare_cached(&format!(
-                        "SELECT id, pin_hash, NOT ({CANDIDATE}) FROM pages WHERE slug = $1"
-                    ))
-                    .await?;
-                let row = c.query_opt(&statement, &[&slug]).await?;
-                Ok(row.map(|r| PinRecord {
-                    id: r.get(0),
-                    pin_hash: r.get(1),
-                    gone: r.get(2),
-                }))
-            })
+        let sql = format!("SELECT id, pin_hash, NOT ({CANDIDATE}) FROM pages WHERE slug = $1");
+        self.by_slug(sql, slug, |r| PinRecord {
+            id: r.get(0),
+            pin_hash: r.get(1),
+            gone: r.get(2),
         })
     }
 

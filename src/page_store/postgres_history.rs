@@ -10,6 +10,7 @@
 
 use tokio_postgres::Row;
 
+use super::history::{PageHistory, WriteFuture};
 use super::postgres::PostgresPages;
 use super::postgres_history_sql::{change_state_sql, update_sql, RESTORE_SQL};
 use super::{
@@ -61,14 +62,8 @@ fn version_row(r: &Row) -> PageVersion {
     }
 }
 
-impl PostgresPages {
-    /// [`super::PageBackend::update`].
-    pub(super) fn update_kept(
-        &self,
-        id: i64,
-        edit: PageEdit,
-        terms: WriteTerms,
-    ) -> PageFuture<'_, Result<i64, VersionMismatch>> {
+impl PageHistory for PostgresPages {
+    fn update(&self, id: i64, edit: PageEdit, terms: WriteTerms) -> WriteFuture<'_, i64> {
         self.call(move |c| {
             Box::pin(async move {
                 let statement = c.prepare_cached(&update_sql()).await?;
@@ -88,13 +83,12 @@ impl PostgresPages {
         })
     }
 
-    /// [`super::PageBackend::change_state`].
-    pub(super) fn change_state_kept(
+    fn change_state(
         &self,
         id: i64,
         change: StateChange,
         terms: WriteTerms,
-    ) -> PageFuture<'_, Result<StateRow, VersionMismatch>> {
+    ) -> WriteFuture<'_, StateRow> {
         let sql = change_state_sql(change);
         self.call(move |c| {
             Box::pin(async move {
@@ -126,13 +120,7 @@ impl PostgresPages {
         })
     }
 
-    /// [`super::PageBackend::restore`].
-    pub(super) fn restore_kept(
-        &self,
-        id: i64,
-        version: i64,
-        terms: WriteTerms,
-    ) -> PageFuture<'_, Restored> {
+    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> PageFuture<'_, Restored> {
         self.call(move |c| {
             Box::pin(async move {
                 let statement = c.prepare_cached(RESTORE_SQL).await?;
@@ -154,13 +142,7 @@ impl PostgresPages {
         })
     }
 
-    /// [`super::PageBackend::versions`].
-    pub(super) fn versions_kept(
-        &self,
-        id: i64,
-        offset: i64,
-        limit: i64,
-    ) -> PageFuture<'_, VersionList> {
+    fn versions(&self, id: i64, offset: i64, limit: i64) -> PageFuture<'_, VersionList> {
         self.call(move |c| {
             Box::pin(async move {
                 // The count and the rows in one statement (one snapshot).
@@ -196,13 +178,7 @@ impl PostgresPages {
         })
     }
 
-    /// [`super::PageBackend::version`].
-    pub(super) fn version_kept(
-        &self,
-        id: i64,
-        version: i64,
-        before: bool,
-    ) -> PageFuture<'_, Option<PageVersion>> {
+    fn version(&self, id: i64, version: i64, before: bool) -> PageFuture<'_, Option<PageVersion>> {
         let sql = if before {
             "SELECT version, title, body, kind, created_at FROM page_versions
              WHERE page_id = $1 AND version < $2 ORDER BY version DESC LIMIT 1"

@@ -9,7 +9,8 @@
 //! take no advisory lock: each changes one row, guarded by its `started_at`.
 
 use super::idempotency::{
-    Claimed, KeyClaim, StoredAnswer, ABANDONED_AFTER_SECS, KEY_LIFETIME_SECS, SWEEP_BATCH,
+    Claimed, IdempotencyBackend, KeyClaim, StoredAnswer, ABANDONED_AFTER_SECS, KEY_LIFETIME_SECS,
+    SWEEP_BATCH,
 };
 use super::postgres::PostgresPages;
 use super::PageFuture;
@@ -17,9 +18,8 @@ use super::PageFuture;
 /// The advisory lock class of idempotency claims (any constant of our own).
 const LOCK_CLASS: i32 = 0x6964_656d; // "idem"
 
-impl PostgresPages {
-    /// [`super::PageBackend::claim_key`].
-    pub(super) fn claim_key_kept(&self, claim: KeyClaim) -> PageFuture<'_, Claimed> {
+impl IdempotencyBackend for PostgresPages {
+    fn claim_key(&self, claim: KeyClaim) -> PageFuture<'_, Claimed> {
         self.call(move |c| {
             Box::pin(async move {
                 let tx = c.transaction().await?;
@@ -104,8 +104,7 @@ impl PostgresPages {
         })
     }
 
-    /// [`super::PageBackend::finish_key`].
-    pub(super) fn finish_key_kept(
+    fn finish_key(
         &self,
         key_hash: String,
         started_at: i64,
@@ -129,8 +128,7 @@ impl PostgresPages {
         })
     }
 
-    /// [`super::PageBackend::release_key`].
-    pub(super) fn release_key_kept(&self, key_hash: String, started_at: i64) -> PageFuture<'_, ()> {
+    fn release_key(&self, key_hash: String, started_at: i64) -> PageFuture<'_, ()> {
         self.call(move |c| {
             Box::pin(async move {
                 c.execute(

@@ -32,10 +32,10 @@ pub mod pages;
 mod rows;
 
 use super::{
-    Candidate, CandidateSink, ChangedPages, Claimed, CreateRefused, CreatedRow, ImportCounts,
-    ImportPage, KeyClaim, LedgerPage, Page, PageBackend, PageEdit, PageFuture, PageStoreError,
-    PageVersion, PinRecord, Restored, StateChange, StateRow, StoredAnswer, VersionList,
-    VersionMismatch, WriteTerms,
+    Candidate, CandidateSink, ChangedPages, Claimed, CreateFuture, IdempotencyBackend,
+    ImportCounts, ImportPage, KeyClaim, LedgerPage, Page, PageBackend, PageEdit, PageFuture,
+    PageHistory, PageStoreError, PageVersion, PinRecord, Restored, StateChange, StateRow,
+    StoredAnswer, VersionList, WriteFuture, WriteTerms,
 };
 use crate::domain::NewPage;
 use crate::faults::Fault;
@@ -258,39 +258,9 @@ impl PageBackend for SqlitePages {
         "sqlite"
     }
 
-    fn create(
-        &self,
-        page: NewPage,
-        pin_hash: Option<String>,
-        now: i64,
-    ) -> PageFuture<'_, Result<CreatedRow, CreateRefused>> {
+    fn create(&self, page: NewPage, pin_hash: Option<String>, now: i64) -> CreateFuture<'_> {
         // Version 1 is the only one: the bound does not matter.
         self.write(move |tx| history::create(tx, &page, pin_hash.as_deref(), now, 1))
-            .boxed()
-    }
-
-    fn update(
-        &self,
-        id: i64,
-        edit: PageEdit,
-        terms: WriteTerms,
-    ) -> PageFuture<'_, Result<i64, VersionMismatch>> {
-        self.write(move |tx| history::update(tx, id, &edit, terms))
-            .boxed()
-    }
-
-    fn change_state(
-        &self,
-        id: i64,
-        change: StateChange,
-        terms: WriteTerms,
-    ) -> PageFuture<'_, Result<StateRow, VersionMismatch>> {
-        self.write(move |tx| history::change_state(tx, id, change, terms))
-            .boxed()
-    }
-
-    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> PageFuture<'_, Restored> {
-        self.write(move |tx| history::restore(tx, id, version, terms))
             .boxed()
     }
 
@@ -301,41 +271,6 @@ impl PageBackend for SqlitePages {
                 rusqlite::params![id, pin_hash],
             )
             .map(drop)
-        })
-        .boxed()
-    }
-
-    fn claim_key(&self, claim: KeyClaim) -> PageFuture<'_, Claimed> {
-        self.write(move |tx| idempotency::claim(tx, &claim)).boxed()
-    }
-
-    fn finish_key(
-        &self,
-        key_hash: String,
-        started_at: i64,
-        answer: StoredAnswer,
-    ) -> PageFuture<'_, ()> {
-        self.write(move |tx| idempotency::finish(tx, &key_hash, started_at, &answer))
-            .boxed()
-    }
-
-    fn release_key(&self, key_hash: String, started_at: i64) -> PageFuture<'_, ()> {
-        self.write(move |tx| idempotency::release(tx, &key_hash, started_at))
-            .boxed()
-    }
-
-    fn versions(&self, id: i64, offset: i64, limit: i64) -> PageFuture<'_, VersionList> {
-        self.read(move |c| history::versions(c, id, offset, limit))
-            .boxed()
-    }
-
-    fn version(&self, id: i64, version: i64, before: bool) -> PageFuture<'_, Option<PageVersion>> {
-        self.read(move |c| {
-            if before {
-                history::version_before(c, id, version)
-            } else {
-                history::version_of(c, id, version)
-            }
         })
         .boxed()
     }
@@ -418,5 +353,64 @@ impl PageBackend for SqlitePages {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+impl PageHistory for SqlitePages {
+    fn update(&self, id: i64, edit: PageEdit, terms: WriteTerms) -> WriteFuture<'_, i64> {
+        self.write(move |tx| history::update(tx, id, &edit, terms))
+            .boxed()
+    }
+
+    fn change_state(
+        &self,
+        id: i64,
+        change: StateChange,
+        terms: WriteTerms,
+    ) -> WriteFuture<'_, StateRow> {
+        self.write(move |tx| history::change_state(tx, id, change, terms))
+            .boxed()
+    }
+
+    fn restore(&self, id: i64, version: i64, terms: WriteTerms) -> PageFuture<'_, Restored> {
+        self.write(move |tx| history::restore(tx, id, version, terms))
+            .boxed()
+    }
+
+    fn versions(&self, id: i64, offset: i64, limit: i64) -> PageFuture<'_, VersionList> {
+        self.read(move |c| history::versions(c, id, offset, limit))
+            .boxed()
+    }
+
+    fn version(&self, id: i64, version: i64, before: bool) -> PageFuture<'_, Option<PageVersion>> {
+        self.read(move |c| {
+            if before {
+                history::version_before(c, id, version)
+            } else {
+                history::version_of(c, id, version)
+            }
+        })
+        .boxed()
+    }
+}
+
+impl IdempotencyBackend for SqlitePages {
+    fn claim_key(&self, claim: KeyClaim) -> PageFuture<'_, Claimed> {
+        self.write(move |tx| idempotency::claim(tx, &claim)).boxed()
+    }
+
+    fn finish_key(
+        &self,
+        key_hash: String,
+        started_at: i64,
+        answer: StoredAnswer,
+    ) -> PageFuture<'_, ()> {
+        self.write(move |tx| idempotency::finish(tx, &key_hash, started_at, &answer))
+            .boxed()
+    }
+
+    fn release_key(&self, key_hash: String, started_at: i64) -> PageFuture<'_, ()> {
+        self.write(move |tx| idempotency::release(tx, &key_hash, started_at))
+            .boxed()
     }
 }
