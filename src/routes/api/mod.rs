@@ -54,14 +54,23 @@ pub fn scope() -> actix_web::Scope {
         ))
         .service(post_only("/pages/{slug}/archive", archive))
         .service(post_only("/pages/{slug}/claim", claim))
-        .service(get_only("/pages/{slug}/versions", history::versions))
-        .service(get_only(
+        .service(resource(
+            "/pages/{slug}/versions",
+            [web::get().to(history::versions)],
+            "GET, HEAD",
+        ))
+        .service(resource(
             "/pages/{slug}/versions/{version}",
-            history::version,
+            [web::get().to(history::version)],
+            "GET, HEAD",
         ))
         .service(post_only("/pages/{slug}/restore", history::restore))
         .service(post_only("/pages/{slug}/pin", history::rotate_pin))
-        .service(get_only("/openapi.json", openapi::document))
+        .service(resource(
+            "/openapi.json",
+            [web::get().to(openapi::document)],
+            "GET, HEAD",
+        ))
         .default_service(web::to(|| async {
             Err::<HttpResponse, _>(ApiError::NotFound(
                 "no API route here; see /api/openapi.json".into(),
@@ -82,16 +91,6 @@ fn resource<const N: usize>(
         .default_service(web::to(move || async move {
             Err::<HttpResponse, _>(ApiError::MethodNotAllowed { allow })
         }))
-}
-
-/// [`resource`] with `GET` (and so `HEAD`) the one method `path` answers.
-fn get_only<F, Args>(path: &str, handler: F) -> actix_web::Resource
-where
-    F: Handler<Args>,
-    Args: FromRequest + 'static,
-    F::Output: Responder + 'static,
-{
-    resource(path, [web::get().to(handler)], "GET, HEAD")
 }
 
 /// [`resource`] with `POST` the one method `path` answers.
