@@ -7,19 +7,31 @@ use std::future::{ready, Ready};
 
 use actix_web::dev::Payload;
 use actix_web::{web, FromRequest, HttpRequest};
+use serde::Deserialize;
 
 use crate::operations::error::ApiError;
 use crate::operations::pages::{self, PageCall, Target};
 use crate::operations::{pin_check, Caller};
 use crate::state::AppState;
 
-/// A request on one page. Extracting it fails only where the app state is missing
-/// (a 500, as `web::Data` answers); the slug is checked by the operation it is
-/// handed to (one that breaks the slug pattern names no page: 404).
+/// A request on one page. Extracting it fails as `web::Data` and `web::Path` do:
+/// a 500 where the app state is missing, the scope's `PathConfig` answer where a
+/// segment does not decode (percent-decoded to invalid UTF-8). The slug itself is
+/// checked by the operation it is handed to (one that breaks the slug pattern names
+/// no page: 404).
 pub struct PageRequest {
     state: web::Data<AppState>,
     req: HttpRequest,
     caller: Caller,
+    segments: Segments,
+}
+
+/// The path segments a page route may have, decoded as `web::Path` decodes them
+/// (`%2B` is `+`).
+#[derive(Deserialize)]
+struct Segments {
+    slug: String,
+    version: Option<String>,
 }
 
 impl FromRequest for PageRequest {
@@ -27,22 +39,23 @@ impl FromRequest for PageRequest {
     type Future = Ready<Result<Self, Self::Error>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(
-            web::Data::<AppState>::extract(req)
-                .into_inner()
-                .map(|state| {
-                    let caller = super::caller(req, &state.trusted_proxies);
-                    Self {
-                        state,
-                        req: req.clone(),
-                        caller,
-                    }
-                }),
-        )
+        ready(Self::extract_now(req))
     }
 }
 
 impl PageRequest {
+    fn extract_now(req: &HttpRequest) -> Result<Self, actix_web::Error> {
+        let state = web::Data::<AppState>::extract(req).into_inner()?;
+        let segments = web::Path::<Segments>::extract(req).into_inner()?;
+        let caller = super::caller(req, &state.trusted_proxies);
+        Ok(Self {
+            state,
+            req: req.clone(),
+            caller,
+            segments: segments.into_inner(),
+        })
+    }
+
     /// The app.
     pub fn state(&self) -> &AppState {
         &self.state
@@ -53,10 +66,14 @@ impl PageRequest {
         &self.req
     }
 
-    /// The path segment `name` as the router matched it (percent-decoded as
-    /// `web::Path` decodes it), `""` when the route has none.
-    pub fn segment(&self, name: &str) -> &str {
-        self.req.match_info().get(name).unwrap_or_default()
+    /// The `{slug}` segment, decoded.
+    pub fn slug(&self) -> &str {
+        &self.segments.slug
+    }
+
+    /// The `{version}` segment, decoded, as sent: `""` on a route without one.
+    pub fn version(&self) -> &str {
+        self.segments.version.as_deref().unwrap_or_default()
     }
 
     /// A call of a page operation on the `{slug}` segment with the `X-Page-Pin`
@@ -68,7 +85,7 @@ impl PageRequest {
             .get(pin_check::PIN_HEADER)
             .map(|v| v.as_bytes());
         let target = Target {
-            slug: self.segment("slug"),
+            slug: self.slug(),
             pin,
         };
         PageCall::new(&self.state, &self.caller, target)
@@ -89,7 +106,7 @@ impl PageRequest {
         &self,
         payload: web::Payload,
     ) -> Result<T, ApiError> {
-        pages::path_slug(self.segment("slug"))?;
+        pages::path_slug(self.slug())?;
         super::body::read_json(&self.state.api.bodies, &self.req, payload).await
     }
 }

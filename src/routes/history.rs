@@ -143,7 +143,7 @@ fn render_history(state: &AppState, req: &HttpRequest, listed: VersionList) -> H
 /// `GET /p/{slug}/v/{n}`.
 pub async fn version(page: PageRequest) -> HttpResponse {
     let (state, req) = (page.state(), page.req());
-    let found = history::version(&page.call(), page.segment("version"), true).await;
+    let found = history::version(&page.call(), page.version(), true).await;
     let (slug, v, previous) = match found {
         Ok(found) => found,
         Err(e) => return failed(state, req, e),

@@ -470,3 +470,34 @@ async fn a_rotated_pin_replaces_the_old_one_at_once() {
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(app.stored("notes").2, "new pin");
 }
+
+/// A slug's path segment is percent-decoded on every page route as `web::Path`
+/// decodes it: `c%2B%2B-notes` names `c++-notes` for the reads, the writes and the
+/// HTML history alike (the Schemathesis run found `/versions` answering 404 for one).
+#[actix_web::test]
+async fn a_percent_encoded_slug_names_its_page_on_every_page_route() {
+    let app = spawn_app().await;
+    app.publish("c++-notes", "C++ notes").await;
+    let encoded = "c%2B%2B-notes";
+    for path in [
+        format!("/api/pages/{encoded}"),
+        format!("/api/pages/{encoded}/versions"),
+        format!("/api/pages/{encoded}/versions/1"),
+        format!("/p/{encoded}/history"),
+        format!("/p/{encoded}/v/1"),
+    ] {
+        let r = app.fetch(&path).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+    }
+    let r = app
+        .put_page(encoded, Some(PIN), AGENT, json!({"body": "edited"}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = app
+        .restore(encoded, json!({"version": 1}), Some("\"v2\""))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = app.act(encoded, "archive", Some(PIN), AGENT).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(app.stored("c++-notes").0, 4);
+}

@@ -90,7 +90,7 @@ pub async fn versions(
 pub async fn version(page: PageRequest) -> Result<HttpResponse, ApiError> {
     let req = page.req();
     pin_header_fits(req)?;
-    let view: VersionView = history::version_view(page.call(), page.segment("version")).await?;
+    let view: VersionView = history::version_view(page.call(), page.version()).await?;
     // A version never changes: its number is its tag.
     let now = page.state().clock.now();
     let validators = Validators::version(view.version, Some(view.created_at), now);
