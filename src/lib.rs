@@ -26,7 +26,8 @@
 //!   own engine: [`search`] (the corpus snapshot, the cache, the scorer and
 //!   [`search::rank`]), [`markdown`] (page bodies rendered).
 //! - **Stores**, where data lives, each one seam opened in one place:
-//!   [`page_store`] (one [`page_store::PageBackend`] per database, chosen by
+//!   [`page_store`] (one [`page_store::PageBackend`] per database, with its
+//!   [`page_store::PageHistory`] and [`page_store::IdempotencyBackend`]; chosen by
 //!   [`page_store::open`]), [`budget::store`] (one [`budget::store::BudgetBackend`]
 //!   per store: SQLite, Redis, PostgreSQL, chosen by [`budget::open`]); below them
 //!   the databases themselves, known only to the stores, the budget backends and

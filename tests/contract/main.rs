@@ -15,8 +15,9 @@
 //!
 //! Adding a case: write the `async fn` in the suite's file and add its name to the
 //! list at the bottom. Adding a backend: a constructor on the fixture in
-//! [`backends`] and its name in the suite's backend list; "implement the trait,
-//! pass the suite".
+//! [`backends`] and its name in the suite's backend list; "implement the traits
+//! (a page store's `PageBackend` with its `PageHistory` and `IdempotencyBackend`, or
+//! a `BudgetBackend`), pass the suite".
 //!
 //! PostgreSQL and Redis are the real servers (`tests/support`): one PostgreSQL per
 //! binary with a database per test, one `redis-server` per test. A missing
