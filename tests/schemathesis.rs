@@ -159,7 +159,7 @@ async fn schemathesis_finds_nothing_with_every_check_in_every_phase() {
         .args(["--workers", "1"])
         .args(["--generation-database", "none"])
         .args(["--request-timeout", "20"])
-        .args(["--report", "junit", "--report-dir"])
+        .args(["--report", "junit,har", "--report-dir"])
         .arg(work.path().join("report"))
         .arg("--no-color");
     let shown = format!("{command:?}");
@@ -173,12 +173,31 @@ async fn schemathesis_finds_nothing_with_every_check_in_every_phase() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    let junit = std::fs::read_dir(work.path().join("report"))
+    let reports: Vec<PathBuf> = std::fs::read_dir(work.path().join("report"))
         .into_iter()
         .flatten()
         .flatten()
-        .map(|f| std::fs::read_to_string(f.path()).unwrap_or_default())
+        .map(|f| f.path())
+        .collect();
+    let junit = reports
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "xml"))
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
         .collect::<String>();
+    // Every request and answer of the run, kept past the temporary directory: when a
+    // phase or the stateful count below fails, diffing it against a run of the commit
+    // before names the first answer that changed.
+    let har = std::env::temp_dir().join("agent-pages-schemathesis.har.json");
+    if let Some(found) = reports
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+    {
+        std::fs::copy(found, &har).unwrap();
+    }
+    let report = format!(
+        "{report}\nevery request and answer (HAR): {}",
+        har.display()
+    );
     eprintln!("{report}\n{junit}");
     assert!(
         output.status.success(),
