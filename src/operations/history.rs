@@ -142,7 +142,7 @@ pub async fn readable(call: &PageCall<'_>) -> Result<(PageSlug, i64), ApiError> 
     if !record.gone {
         return Ok((slug, record.id));
     }
-    let id = pin_check::authorize(call.state, &call.caller.client, &slug, call.target.pin).await?;
+    let id = call.authorize(&slug).await?;
     Ok((slug, id))
 }
 

@@ -93,17 +93,20 @@ impl<'a> PageCall<'a> {
         path_slug(self.target.slug)
     }
 
-    /// The publish budget, then the PIN check of the page `slug` (this call's target,
-    /// parsed) with the PIN as sent: what every write to an existing page does once
-    /// its own fields are checked. Answers the spend and the page's id.
+    /// The PIN check ([`pin_check::authorize`]) of the page `slug` (this call's
+    /// target, parsed) with the PIN as sent, a wrong one counted; the page's id.
+    pub(crate) async fn authorize(&self, slug: &PageSlug) -> Result<i64, ApiError> {
+        pin_check::authorize(self.state, &self.caller.client, slug, self.target.pin).await
+    }
+
+    /// The publish budget, then [`Self::authorize`]: what every write to an existing
+    /// page does once its own fields are checked. Answers the spend and the page's id.
     pub(crate) async fn spend_and_authorize(
         &self,
         slug: &PageSlug,
     ) -> Result<(Spent, i64), ApiError> {
         let spent = publish_budget::spend(self.state, &self.caller.client).await?;
-        let id =
-            pin_check::authorize(self.state, &self.caller.client, slug, self.target.pin).await?;
-        Ok((spent, id))
+        Ok((spent, self.authorize(slug).await?))
     }
 }
 
