@@ -531,7 +531,8 @@ impl Metrics {
 }
 
 /// What carrying shows an operator: `agent_pages_search_cache_carries_total{result}`
-/// (entries of the old fingerprint per move: `carried`, `dropped` after a check,
+/// (entries of the old fingerprint per move: `carried`, `patched` (replaced by
+/// their result with the changed titles patched in), `dropped` after a check,
 /// `unchecked` past the budget) and `agent_pages_search_cache_carry_seconds` (the
 /// Cache actor's time for one move: the checks and the re-keying). No label holds
 /// query text.
@@ -547,12 +548,12 @@ impl CarryMetrics {
         let carries = IntCounterVec::new(
             Opts::new(
                 "search_cache_carries_total",
-                "Search cache entries of the fingerprint a write replaced, by what the carry rule did: carried, dropped, unchecked.",
+                "Search cache entries of the fingerprint a write replaced, by what the carry rule did: carried, patched, dropped, unchecked.",
             ),
             &["result"],
         )
         .expect("static metric");
-        for result in ["carried", "dropped", "unchecked"] {
+        for result in ["carried", "patched", "dropped", "unchecked"] {
             carries.with_label_values(&[result]);
         }
         let seconds = Histogram::with_opts(
@@ -578,9 +579,17 @@ impl CarryMetrics {
     }
 
     /// Counts what one move did.
-    pub fn observe(&self, carried: usize, dropped: usize, unchecked: usize, seconds: f64) {
+    pub fn observe(
+        &self,
+        carried: usize,
+        patched: usize,
+        dropped: usize,
+        unchecked: usize,
+        seconds: f64,
+    ) {
         for (result, n) in [
             ("carried", carried),
+            ("patched", patched),
             ("dropped", dropped),
             ("unchecked", unchecked),
         ] {

@@ -176,32 +176,37 @@ pub struct Move {
     /// their size class, `rank::size_class`).
     pub len_from: usize,
     pub len_to: usize,
-    /// Every title a changed page had before the move or has after it (a page
-    /// new, gone or unchanged in title gives one or two, in any order).
-    pub titles: Vec<String>,
+    /// Every changed page: its id and its title before the move and after it
+    /// (`None` where it is no candidate: new, or gone), each page once.
+    pub changed: Vec<ChangedTitle>,
+}
+
+/// One page a [`Move`] changed.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ChangedTitle {
+    pub page_id: i64,
+    pub before: Option<String>,
+    pub after: Option<String>,
 }
 
 impl Move {
     /// The move from `before` to `after`, which is `before` with `changes`
     /// applied ([`Snapshot::apply`]).
     pub fn of(before: &Snapshot, after: &Snapshot, changes: &[(i64, Option<Candidate>)]) -> Self {
-        let mut titles = Vec::with_capacity(2 * changes.len());
-        for (id, row) in changes {
-            if let Some(old) = before.page(*id) {
-                titles.push(old.title.to_owned());
-            }
-            if let Some(new) = row {
-                if titles.last() != Some(&new.title) {
-                    titles.push(new.title.clone());
-                }
-            }
-        }
+        let changed = changes
+            .iter()
+            .map(|(id, row)| ChangedTitle {
+                page_id: *id,
+                before: before.page(*id).map(|old| old.title.to_owned()),
+                after: row.as_ref().map(|new| new.title.clone()),
+            })
+            .collect();
         Self {
             from: before.fingerprint,
             to: after.fingerprint,
             len_from: before.len(),
             len_to: after.len(),
-            titles,
+            changed,
         }
     }
 }

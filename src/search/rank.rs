@@ -37,6 +37,7 @@ mod highlight;
 mod index;
 mod lexicon;
 mod lookup;
+mod patch;
 mod postings;
 mod score;
 mod select;
@@ -44,23 +45,37 @@ mod select;
 pub use highlight::{highlight, marks, Marks};
 pub use index::{IndexBuilder, RankIndex};
 use lookup::QueryWord;
+pub use patch::{patch, Changes};
 pub use score::size_class;
 
-/// One ranked row: page id and score in 0.0..=100.0 (higher is better).
+/// One ranked row: page id and score in 0.0..=100.0 (higher is better), with
+/// what its place in the rank order comes from (so that a cached result can be
+/// patched when the corpus moves, see [`patch`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScoredRow {
     pub page_id: i64,
+    /// What is shown: `raw` over the best raw score the query could reach, × 100,
+    /// rounded to two decimals.
     pub score: f32,
+    /// The unrounded score the rank order is by.
+    pub raw: f32,
+    /// Words in the title (fewer goes first among equal raw scores).
+    pub title_words: u32,
 }
 
 /// Immutable ranking output (cached by the service): rows in rank order, at most
 /// `limit`; `total` = number of titles that matched at all (see [`rank`]);
 /// `truncated` = `total > rows.len()`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SearchResult {
     pub rows: Vec<ScoredRow>,
     pub total: usize,
     pub truncated: bool,
+    /// Per query word, the titles it matched (its document frequency) and the
+    /// rarity weight it was scored with; empty when nothing could match (an empty
+    /// query or corpus). What [`patch`] needs to tell whether a move changed them.
+    pub df: Vec<usize>,
+    pub weights: Vec<f32>,
     /// For the first `highlights.len()` rows, what matched in each title (see
     /// [`marks`]); empty until [`SearchResult::highlight_titles`] fills it. The
     /// scorer fills it for the first page of rows only; later pages are marked when
@@ -120,12 +135,7 @@ const MAX_QUERY_WORDS: usize = 32;
 pub fn rank(index: &RankIndex, query: &str, limit: usize) -> SearchResult {
     let words = query_words(query);
     if words.is_empty() || index.is_empty() {
-        return SearchResult {
-            rows: Vec::new(),
-            total: 0,
-            truncated: false,
-            highlights: Vec::new(),
-        };
+        return SearchResult::default();
     }
     let matches = gather::match_words(index, &words);
     let (sets, top) = with_scratch(|scratch| {
@@ -133,23 +143,14 @@ pub fn rank(index: &RankIndex, query: &str, limit: usize) -> SearchResult {
         let top = select::top_rows(index, &matches, &sets, limit, scratch);
         (sets, top)
     });
-    let total = sets.total;
-
     let max_raw = score::max_raw(&sets.weights);
-    let rows: Vec<ScoredRow> = top
-        .into_iter()
-        .map(|r| ScoredRow {
-            page_id: r.page_id,
-            // Two decimals: float sums in another order would otherwise show a
-            // perfect match as 99.99999. Rank order comes from the unrounded score.
-            score: ((10_000.0 * r.raw / max_raw).round() / 100.0).clamp(0.0, 100.0),
-        })
-        .collect();
-    let truncated = total > rows.len();
+    let rows: Vec<ScoredRow> = top.into_iter().map(|r| r.shown(max_raw)).collect();
     SearchResult {
+        truncated: sets.total > rows.len(),
         rows,
-        total,
-        truncated,
+        total: sets.total,
+        df: sets.df,
+        weights: sets.weights,
         highlights: Vec::new(),
     }
 }
@@ -326,13 +327,8 @@ mod tests {
         for q in ["", "zzqxj wvvq", "!!"] {
             let result = rank(&index, &normalize(q), 50);
             assert_eq!(
-                result,
-                SearchResult {
-                    rows: vec![],
-                    total: 0,
-                    truncated: false,
-                    highlights: vec![],
-                }
+                (result.rows, result.total, result.truncated),
+                (vec![], 0, false)
             );
         }
         let empty = RankIndex::build(std::iter::empty());

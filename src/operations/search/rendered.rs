@@ -149,11 +149,12 @@ mod tests {
                 .map(|page_id| ScoredRow {
                     page_id,
                     score: 90.0,
+                    raw: 1.0,
+                    title_words: 1,
                 })
                 .collect(),
             total: rows,
-            truncated: false,
-            highlights: Vec::new(),
+            ..SearchResult::default()
         };
         Entry::new(CachedResult::new(
             Arc::new(result),

@@ -422,13 +422,14 @@ mod tests {
             rows: vec![
                 ScoredRow {
                     page_id: 1,
-                    score: 90.0
+                    score: 90.0,
+                    raw: 1.0,
+                    title_words: 1,
                 };
                 4
             ],
             total: 4,
-            truncated: false,
-            highlights: Vec::new(),
+            ..SearchResult::default()
         };
         Entry::new(CachedResult::new(Arc::new(result), "kube".into(), 2))
     }

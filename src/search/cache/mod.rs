@@ -115,7 +115,8 @@ pub struct ApplyTouches;
 /// The corpus moved by a known set of changed pages (sent by the corpus before it
 /// publishes the new snapshot, so every lookup of the new fingerprint comes
 /// after it): the entries of the old fingerprint that the move cannot affect
-/// are carried to the new one, the others checked are dropped (see [`carry`]).
+/// are carried to the new one, those it affects in a way the changed titles
+/// alone tell are patched, the others checked are dropped (see [`carry`]).
 #[derive(Message)]
 #[rtype(result = "Carried")]
 pub struct Carry(pub Move);
@@ -125,6 +126,9 @@ pub struct Carry(pub Move);
 pub struct Carried {
     /// Checked and moved to the new fingerprint.
     pub carried: usize,
+    /// Checked, affected, and replaced by its result patched from the changed
+    /// titles ([`carry::Verdict::Patched`]).
+    pub patched: usize,
     /// Checked and found affected: evicted.
     pub dropped: usize,
     /// Seen past the check budget ([`carry::CARRY_CHECKS`]): left under the old
@@ -252,11 +256,14 @@ impl Cache {
     }
 
     /// Carries the entries of `moved.from` that the move cannot affect to
-    /// `moved.to` and evicts the others checked (most recently used first, at
+    /// `moved.to`, replaces those it can patch by their patched result under
+    /// `moved.to`, and evicts the others checked (most recently used first, at
     /// most [`carry::CARRY_CHECKS`], among at most [`carry::CARRY_SCAN`] entries
     /// looked at). The checks run outside the view's lock; only the re-keying
     /// takes it, once. A carried entry keeps its id, its place in the LRU order
-    /// and its bytes (the key's text is moved, not copied).
+    /// and its bytes (the key's text is moved, not copied); a patched one keeps
+    /// its id and place, and starts without renderings (its rows' display fields
+    /// may have changed).
     fn carry(&mut self, moved: &Move) -> Carried {
         let mut done = Carried::default();
         if moved.from == moved.to {
@@ -266,23 +273,40 @@ impl Cache {
         // Uses logged so far count: the most recently used are checked first.
         self.apply_touches();
         let probe = carry::Probe::new(moved);
+        let limit = self.result_limit.saturating_mul(MAX_PAGES);
         let mut keep = Vec::new();
+        let mut patched = Vec::new();
         let mut drop = Vec::new();
         for (&id, key) in self.lru.iter().rev().take(carry::CARRY_SCAN) {
             if key.fingerprint != moved.from {
                 continue;
             }
-            if keep.len() + drop.len() == carry::CARRY_CHECKS {
+            if keep.len() + patched.len() + drop.len() == carry::CARRY_CHECKS {
                 done.unchecked += 1;
-            } else if probe.unaffected(&key.match_copy) {
-                keep.push(id);
-            } else {
+                continue;
+            }
+            let Some(published) = self.view.get(key) else {
                 drop.push(id);
+                continue;
+            };
+            match probe.verdict(&key.match_copy, &published.entry.result.result, limit) {
+                carry::Verdict::Unaffected => keep.push(id),
+                carry::Verdict::Patched(result) => {
+                    let result = CachedResult::new(
+                        Arc::new(result),
+                        key.match_copy.clone(),
+                        self.result_limit,
+                    );
+                    patched.push((id, Arc::new(Entry::new(result))));
+                }
+                carry::Verdict::Affected => drop.push(id),
             }
         }
         let lru = &mut self.lru;
+        let bytes = self.view.bytes().clone();
         self.view.update(|entries, touches| {
-            // Order does not matter here: nothing is evicted by recency.
+            // Order does not matter here: nothing is evicted by recency until
+            // the end.
             for used in touches {
                 lru.get(&used);
             }
@@ -291,7 +315,11 @@ impl Cache {
                     done.dropped += 1;
                 }
             }
-            for id in keep {
+            let moves = keep
+                .into_iter()
+                .map(|id| (id, None))
+                .chain(patched.into_iter().map(|(id, e)| (id, Some(e))));
+            for (id, replacement) in moves {
                 let Some(key) = lru.peek_mut(&id) else {
                     continue;
                 };
@@ -300,19 +328,36 @@ impl Cache {
                 };
                 key.fingerprint = moved.to;
                 published_key.fingerprint = moved.to;
-                if entries.contains_key(&published_key) {
-                    // Scored over the new snapshot already: that one stays.
+                let fits = replacement
+                    .as_ref()
+                    .is_none_or(|e| e.bytes_stored_as(&published_key) <= bytes.bound());
+                if entries.contains_key(&published_key) || !fits {
+                    // Scored over the new snapshot already (that one stays), or
+                    // a patched result larger than the cache.
                     lru.remove(&id);
                     published.entry.release();
                     done.dropped += 1;
                     continue;
                 }
+                let published = match replacement {
+                    None => {
+                        done.carried += 1;
+                        published
+                    }
+                    Some(entry) => {
+                        published.entry.release();
+                        entry.hold(&published_key, id, &bytes);
+                        done.patched += 1;
+                        view::Published { id, entry }
+                    }
+                };
                 entries.insert(published_key, published);
-                done.carried += 1;
             }
+            evict(lru, entries, |_| bytes.over());
         });
         self.carry_metrics.observe(
             done.carried,
+            done.patched,
             done.dropped,
             done.unchecked,
             started.elapsed().as_secs_f64(),

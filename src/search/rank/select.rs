@@ -17,6 +17,30 @@ pub(super) struct Ranked {
     pub page_id: i64,
 }
 
+impl Ranked {
+    /// The row as a result shows it, for a query whose best reachable raw score
+    /// is `max_raw`.
+    pub fn shown(self, max_raw: f32) -> super::ScoredRow {
+        super::ScoredRow {
+            page_id: self.page_id,
+            // Two decimals: float sums in another order would otherwise show a
+            // perfect match as 99.99999. Rank order comes from the unrounded score.
+            score: ((10_000.0 * self.raw / max_raw).round() / 100.0).clamp(0.0, 100.0),
+            raw: self.raw,
+            title_words: self.title_words,
+        }
+    }
+
+    /// The rank order key of a row of a result.
+    pub fn of(row: &super::ScoredRow) -> Self {
+        Ranked {
+            raw: row.raw,
+            title_words: row.title_words,
+            page_id: row.page_id,
+        }
+    }
+}
+
 impl Ord for Ranked {
     fn cmp(&self, other: &Self) -> Ordering {
         other
