@@ -20,11 +20,18 @@
 //!    (score, then the title's word count, then the page id: all per title).
 //!
 //! Both conditions are checked without the corpus: (2) from the two sizes, (1) by
-//! ranking `q` over a throwaway index of the changed titles alone ([`Probe`]),
-//! which matches exactly the titles the full index would match, since a
-//! title's own words are in any lexicon holding it. The cost is therefore per
-//! write and per checked entry, not per corpus title: microseconds for one
-//! entry and a write of one page (see [`CARRY_CHECKS`] for the bound).
+//! ranking `q` over throwaway indexes of the changed titles alone ([`Probe`]),
+//! which match exactly the titles the full index would match, since a title's
+//! own words are in any lexicon holding it.
+//!
+//! An entry that fails them may still be *patched* ([`Verdict::Patched`],
+//! [`rank::patch`]): when the changed titles' matches move no query word's
+//! weight, its new result is its old rows without the changed pages plus their
+//! new titles that match, scored with the same weights, when that is exact.
+//!
+//! The cost is therefore per write and per checked entry, not per corpus title:
+//! microseconds for one entry and a write of one page (see [`CARRY_CHECKS`] for
+//! the bound).
 
 use crate::search::corpus::Move;
 use crate::search::rank::{self, Changes, SearchResult};
