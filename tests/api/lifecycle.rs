@@ -59,7 +59,9 @@ async fn a_claimed_page_is_gone_from_the_ledger_search_and_its_page() {
 
     let (_, headers, json) = app.search_json("quokka facts", "203.0.113.50").await;
     assert!(json["results"].as_array().unwrap().is_empty(), "{json}");
-    assert_eq!(headers["x-search-cache"], "miss");
+    // The cached answer was patched: the claimed page's row left it (docs/spec.md,
+    // "Patch"), so it is a hit that no longer shows it.
+    assert_eq!(headers["x-search-cache"], "hit");
     let html = app
         .search("quokka facts", "203.0.113.50")
         .await
