@@ -28,6 +28,16 @@ pub(super) struct BucketChunk {
     pub ids: Vec<u32>,
     /// The words' chars back to back, `l` per word.
     chars: Vec<char>,
+    /// `lcp[k]`: how many leading chars word `k` shares with word `k - 1` of
+    /// this chunk (0 for the first word; at most 255). The walk reads its trie
+    /// from these: the words below a prefix of `d` chars end at the first
+    /// later word whose `lcp` is below `d`, found without comparing chars.
+    lcp: Vec<u8>,
+}
+
+/// How many leading chars `a` and `b` share, at most 255.
+fn common_prefix(a: &[char], b: &[char]) -> u8 {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count().min(255) as u8
 }
 
 impl BucketChunk {
@@ -36,37 +46,80 @@ impl BucketChunk {
         &self.chars[k * l..][..l]
     }
 
+    /// Leading chars word `k` shares with word `k - 1` (0 for `k = 0`).
+    pub fn lcp(&self, k: usize) -> usize {
+        usize::from(self.lcp[k])
+    }
+
+    /// The first `j` in `from..` whose word shares fewer than `d` leading
+    /// chars with its predecessor (`len()` when there is none): where the run
+    /// of words that share a `d`-char prefix with word `from - 1` ends.
+    pub fn run_end(&self, from: usize, d: usize) -> usize {
+        let d = d.min(255) as u8;
+        self.lcp[from..]
+            .iter()
+            .position(|&p| p < d)
+            .map_or(self.len(), |j| from + j)
+    }
+
     pub fn len(&self) -> usize {
         self.ids.len()
     }
 
     fn push(&mut self, id: u32, chars: &[char]) {
+        let l = chars.len();
+        let lcp = match self.len() {
+            0 => 0,
+            n => common_prefix(self.word(n - 1, l), chars),
+        };
         self.chars.extend_from_slice(chars);
         self.ids.push(id);
+        self.lcp.push(lcp);
     }
 
     fn insert(&mut self, at: usize, id: u32, chars: &[char]) {
         let l = chars.len();
+        let before = match at {
+            0 => 0,
+            _ => common_prefix(self.word(at - 1, l), chars),
+        };
+        if at < self.len() {
+            self.lcp[at] = common_prefix(chars, self.word(at, l));
+        }
         self.chars.splice(at * l..at * l, chars.iter().copied());
         self.ids.insert(at, id);
+        self.lcp.insert(at, before);
     }
 
     fn remove(&mut self, at: usize, l: usize) {
+        // In sorted order, the words either side of a removed one share the
+        // lesser of their shares with it.
+        if at + 1 < self.len() {
+            self.lcp[at + 1] = if at == 0 {
+                0
+            } else {
+                self.lcp[at].min(self.lcp[at + 1])
+            };
+        }
         self.chars.drain(at * l..(at + 1) * l);
         self.ids.remove(at);
+        self.lcp.remove(at);
     }
 
     /// Moves the second half of this chunk into a new one.
     fn split_off(&mut self, l: usize) -> BucketChunk {
         let at = self.len() / 2;
+        let mut lcp = self.lcp.split_off(at);
+        lcp[0] = 0;
         BucketChunk {
             ids: self.ids.split_off(at),
             chars: self.chars.split_off(at * l),
+            lcp,
         }
     }
 
     fn heap_bytes(&self) -> usize {
-        self.ids.capacity() * 4 + self.chars.capacity() * 4
+        self.ids.capacity() * 4 + self.chars.capacity() * 4 + self.lcp.capacity()
     }
 }
 
@@ -319,6 +372,22 @@ impl Lexicon {
             + self.free.heap_bytes()
     }
 
+    /// Panics unless every chunk's `lcp` is what its words share.
+    #[cfg(test)]
+    fn assert_lcp(&self) {
+        for (l, bucket) in self.buckets.iter().enumerate() {
+            for chunk in bucket.chunks() {
+                for k in 0..chunk.len() {
+                    let want = match k {
+                        0 => 0,
+                        _ => common_prefix(chunk.word(k - 1, l), chunk.word(k, l)),
+                    };
+                    assert_eq!(chunk.lcp(k), usize::from(want), "bucket {l}, word {k}");
+                }
+            }
+        }
+    }
+
     fn bucket_mut(&mut self, len: usize) -> &mut Bucket {
         if self.buckets.len() <= len {
             self.buckets.resize_with(len + 1, Bucket::default);
@@ -369,7 +438,11 @@ mod tests {
         let copy = lexicon.clone();
         for (t, w) in words.iter().enumerate() {
             lexicon.add_posting(w, t as u32);
+            if t % 97 == 0 {
+                lexicon.assert_lcp();
+            }
         }
+        lexicon.assert_lcp();
         let bucket = &lexicon.buckets[4];
         assert!(bucket.chunks.len() > 3);
         let listed: Vec<&[char]> = bucket
@@ -396,6 +469,9 @@ mod tests {
             let id = lexicon.find(w).expect("added");
             lexicon.remove_posting(id, t as u32);
             assert!(lexicon.find(w).is_none());
+            if t % 89 == 0 {
+                lexicon.assert_lcp();
+            }
         }
         assert_eq!(lexicon.live_words(), 0);
         assert_eq!(copy.live_words(), 0);

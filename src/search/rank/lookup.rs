@@ -286,24 +286,31 @@ mod tests {
         )
     }
 
-    #[test]
-    fn the_walk_finds_what_comparing_every_word_finds_on_random_words() {
-        // A small alphabet, so that words crowd each other's neighbourhoods
-        // (many near words, long shared prefixes, chunk edges everywhere).
+    /// A word of 1..=`max` chars over a small alphabet, so that words crowd
+    /// each other's neighbourhoods (many near words, long shared prefixes,
+    /// chunk edges everywhere).
+    fn crowded_word(rng: &mut Lcg, max: usize) -> String {
         const ALPHABET: &[char] = &['a', 'b', 'c', 'd', 'e', 'é'];
-        let mut rng = Lcg(0x7e57_0a1c);
-        let word = |rng: &mut Lcg, max: usize| -> String {
-            let n = 1 + rng.below(max);
-            (0..n).map(|_| *rng.pick(ALPHABET)).collect()
-        };
-        let titles: Vec<String> = (0..4000)
+        let n = 1 + rng.below(max);
+        (0..n).map(|_| *rng.pick(ALPHABET)).collect()
+    }
+
+    fn crowded_titles(rng: &mut Lcg, n: usize) -> Vec<String> {
+        (0..n)
             .map(|_| {
                 (0..1 + rng.below(4))
-                    .map(|_| word(&mut rng, 12))
+                    .map(|_| crowded_word(rng, 12))
                     .collect::<Vec<_>>()
                     .join(" ")
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn the_walk_finds_what_comparing_every_word_finds_on_random_words() {
+        let mut rng = Lcg(0x7e57_0a1c);
+        let word = crowded_word;
+        let titles = crowded_titles(&mut rng, 4000);
         let index = RankIndex::numbered(titles.iter().map(String::as_str));
         let mut found = 0;
         for n in 0..800 {
@@ -311,6 +318,33 @@ mod tests {
             found += checked_lookup(&index, chars, n % 2 == 0).len();
         }
         assert!(found > 5_000, "{found}");
+    }
+
+    #[test]
+    fn the_walk_finds_what_comparing_every_word_finds_after_writes() {
+        // The buckets' shared-prefix lengths are kept up by every write (words
+        // inserted, removed, chunks split and emptied); the walk trusts them.
+        let mut rng = Lcg(0x00c0_ffee);
+        let titles = crowded_titles(&mut rng, 3000);
+        let mut index = RankIndex::build(std::iter::empty());
+        for (n, title) in titles.iter().enumerate() {
+            index.upsert(n as i64, title);
+            if n % 3 == 2 {
+                // Retitle or remove an earlier page.
+                let page = rng.below(n) as i64;
+                if rng.below(2) == 0 {
+                    index.remove(page);
+                } else {
+                    index.upsert(page, &crowded_word(&mut rng, 12));
+                }
+            }
+        }
+        let mut found = 0;
+        for n in 0..600 {
+            let chars: Vec<char> = crowded_word(&mut rng, 14).chars().collect();
+            found += checked_lookup(&index, chars, n % 2 == 0).len();
+        }
+        assert!(found > 3_000, "{found}");
     }
 
     #[test]

@@ -29,9 +29,6 @@ use super::{query_words, score, SearchResult};
 pub struct Changes {
     before: RankIndex,
     after: RankIndex,
-    /// Both sides' titles in one index (numbered, not by page): what decides
-    /// whether any matches, in one ranking instead of two.
-    either: RankIndex,
     /// Every changed page id, ascending.
     ids: Vec<i64>,
 }
@@ -50,11 +47,9 @@ impl Changes {
         }
         ids.sort_unstable();
         ids.dedup();
-        let either = RankIndex::numbered(before.iter().chain(&after).map(|&(_, t)| t));
         Self {
             before: RankIndex::build(before),
             after: RankIndex::build(after),
-            either,
             ids,
         }
     }

@@ -20,7 +20,7 @@
 //! some cell of every row. Fixing the word length per bucket makes this bound
 //! tight: only a band of `2 × budget + 1` cells can stay within it.
 
-use super::{partition_point, Bucket, Lexicon};
+use super::{Bucket, Lexicon};
 
 /// What a walk looks for, for one query word of `query.len()` chars.
 #[derive(Debug, Clone, Copy)]
@@ -170,12 +170,15 @@ impl<'q> Walk<'q> {
         let mut valid = 0;
         let mut prev: &[char] = &[];
         while let Some(word) = cursor.word() {
-            let shared = prev
-                .iter()
-                .zip(word)
-                .take(valid)
-                .take_while(|(a, b)| a == b)
-                .count();
+            let shared = match cursor.shared_with_last() {
+                Some(lcp) => lcp.min(valid),
+                None => prev
+                    .iter()
+                    .zip(word)
+                    .take(valid)
+                    .take_while(|(a, b)| a == b)
+                    .count(),
+            };
             let mut d = shared;
             let mut pruned = false;
             while d < depth {
@@ -247,6 +250,10 @@ struct Cursor<'a> {
     l: usize,
     c: usize,
     k: usize,
+    /// Whether the last move stayed in one chunk, so that the word here shares
+    /// `lcp[k]` chars with the word the move started from (see
+    /// [`Cursor::shared_with_last`]).
+    in_chunk: bool,
 }
 
 impl<'a> Cursor<'a> {
@@ -256,6 +263,7 @@ impl<'a> Cursor<'a> {
             l,
             c: 0,
             k: 0,
+            in_chunk: false,
         }
     }
 
@@ -269,9 +277,21 @@ impl<'a> Cursor<'a> {
         self.bucket.chunks[self.c].ids[self.k]
     }
 
+    /// How many leading chars the word here shares with the word the last
+    /// move started from, when the chunk's `lcp` tells (`None` after a move
+    /// across chunks, or at the start). An advance goes to the next word; a
+    /// skip past a run of words sharing `d` chars lands on the first that
+    /// shares fewer with its predecessor, hence (sorted order) with every word
+    /// of the run: its `lcp` either way.
+    fn shared_with_last(&self) -> Option<usize> {
+        self.in_chunk
+            .then(|| self.bucket.chunks[self.c].lcp(self.k))
+    }
+
     fn advance(&mut self) {
         self.k += 1;
-        if self.k == self.bucket.chunks[self.c].len() {
+        self.in_chunk = self.k < self.bucket.chunks[self.c].len();
+        if !self.in_chunk {
             self.c += 1;
             self.k = 0;
         }
@@ -283,24 +303,21 @@ impl<'a> Cursor<'a> {
         let (l, d) = (self.l, prefix.len());
         let chunks = &self.bucket.chunks;
         let chunk = &chunks[self.c];
-        let within = |k: usize| &chunk.word(k, l)[..d] == prefix;
-        if !within(chunk.len() - 1) {
-            // Gallop from here, then halve.
-            let (mut lo, mut step) = (self.k, 1);
-            while lo + step < chunk.len() && within(lo + step) {
-                lo += step;
-                step *= 2;
-            }
-            let hi = (lo + step).min(chunk.len());
-            self.k = lo + 1 + partition_point(hi - lo - 1, |j| within(lo + 1 + j));
+        let end = chunk.run_end(self.k + 1, d);
+        if end < chunk.len() {
+            self.k = end;
+            self.in_chunk = true;
             return;
         }
+        // The run goes on past this chunk: the chunks it fills whole, by their
+        // last word, then where it ends in the next.
+        self.in_chunk = false;
         let rest = &chunks[self.c + 1..];
         let c = self.c + 1 + rest.partition_point(|ch| &ch.word(ch.len() - 1, l)[..d] == prefix);
         self.c = c;
         self.k = match chunks.get(c) {
-            Some(ch) => partition_point(ch.len(), |k| &ch.word(k, l)[..d] == prefix),
-            None => 0,
+            Some(ch) if &ch.word(0, l)[..d] == prefix => ch.run_end(1, d),
+            _ => 0,
         };
     }
 
