@@ -47,6 +47,10 @@ pub(in crate::search::rank) struct Neighbour {
 
 /// A distance no walk reaches (rows are at most 66 deep, queries 64 chars).
 const FAR: u8 = u8::MAX;
+/// What a cell outside its row's band holds (see `Walk::band`): beyond every
+/// budget, and low enough that the rows below it (at most 66 more, each adding
+/// at most one) never overflow a byte.
+const DEAD: u8 = 128;
 
 impl Lexicon {
     /// Calls `found` for every live word within `n` (see [`Neighbourhood`]),
@@ -91,6 +95,8 @@ struct Walk<'q> {
     /// Per depth `d`, the fewest edits of a head of at most `d` chars in the
     /// head range ([`FAR`] when none).
     best_head: Vec<u8>,
+    /// Per depth, the band of cells the bucket being walked computes.
+    bands: Vec<(usize, usize)>,
 }
 
 /// How far `x` lies outside `lo..=hi` (0 inside).
@@ -116,22 +122,27 @@ impl<'q> Walk<'q> {
             heads: n.heads,
             rows,
             best_head: vec![FAR; depth + 1],
+            bands: Vec::with_capacity(depth + 1),
         }
     }
 
-    /// Computes row `d` (`d >= 1`) from the rows above it for `word`'s chars.
-    fn row(&mut self, d: usize, word: &[char]) {
+    /// Computes cells `lo..=hi` of row `d` (`d >= 1`) from the rows above it
+    /// for `word`'s chars; the cells outside a row's band stay [`DEAD`].
+    fn row(&mut self, d: usize, word: &[char], (lo, hi): (usize, usize)) {
         let q = self.q;
         let w = q.len() + 1;
         let (above, rest) = self.rows.split_at_mut(d * w);
         let cur = &mut rest[..w];
         let r1 = &above[(d - 1) * w..];
         let c = word[d - 1];
-        cur[0] = d as u8;
+        if lo == 0 {
+            cur[0] = d as u8;
+        }
+        let from = lo.max(1);
         if d >= 2 {
             let r2 = &above[(d - 2) * w..(d - 1) * w];
             let p = word[d - 2];
-            for i in 1..w {
+            for i in from..=hi {
                 let mut v = (r1[i] + 1)
                     .min(cur[i - 1] + 1)
                     .min(r1[i - 1] + u8::from(q[i - 1] != c));
@@ -141,12 +152,39 @@ impl<'q> Walk<'q> {
                 cur[i] = v;
             }
         } else {
-            for i in 1..w {
+            for i in from..=hi {
                 cur[i] = (r1[i] + 1)
                     .min(cur[i - 1] + 1)
                     .min(r1[i - 1] + u8::from(q[i - 1] != c));
             }
         }
+    }
+
+    /// The cells `lo..=hi` of row `d` that can still lead to a match in a
+    /// bucket of `l`-char words (`lo > hi`: none). A whole word ends at least
+    /// `|(l - d) - (len - i)|` edits past cell `i`; a head of at most
+    /// `head_hi` chars at least `(len - i) - (head_hi - d)`. Both only grow
+    /// along a path of the programme, so every cell on the best path to a cell
+    /// within budget is in its row's band, and a cell outside the bands may
+    /// hold [`DEAD`] instead of its distance without changing any distance
+    /// within budget.
+    fn band(&self, d: usize, l: usize, whole_here: bool, heads: Option<(usize, usize)>) -> (usize, usize) {
+        let len = self.q.len();
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        if whole_here {
+            let centre = (len + d) as isize - l as isize;
+            let (a, b) = (centre - self.whole as isize, centre + self.whole as isize);
+            if b >= 0 && a <= len as isize {
+                (lo, hi) = (a.max(0) as usize, (b as usize).min(len));
+            }
+        }
+        if let Some((pb, head_hi)) = heads {
+            if d <= head_hi {
+                lo = lo.min((len + d).saturating_sub(head_hi + pb));
+                hi = len;
+            }
+        }
+        (lo, hi)
     }
 
     /// Walks one bucket of words of `l` chars.
@@ -165,6 +203,12 @@ impl<'q> Walk<'q> {
         // Whole words are read to the end; for the head rule alone, to the
         // longest head, below which every word matches alike.
         let depth = if whole_here { l } else { head_hi };
+        self.bands.clear();
+        for d in 0..=depth {
+            let band = self.band(d, l, whole_here, heads.map(|pb| (pb, head_hi)));
+            self.bands.push(band);
+        }
+        self.rows[w..].fill(DEAD);
         let mut cursor = Cursor::start(bucket, l);
         // Rows `0..=valid` hold the first `valid` chars of `prev`.
         let mut valid = 0;
@@ -183,7 +227,12 @@ impl<'q> Walk<'q> {
             let mut pruned = false;
             while d < depth {
                 d += 1;
-                self.row(d, word);
+                let (lo, hi) = self.bands[d];
+                if lo > hi {
+                    pruned = true;
+                    break;
+                }
+                self.row(d, word, (lo, hi));
                 let r = &self.rows[d * w..][..w];
                 let here = if heads.is_some() && (head_lo..=head_hi).contains(&d) {
                     r[len]
@@ -191,14 +240,13 @@ impl<'q> Walk<'q> {
                     FAR
                 };
                 self.best_head[d] = self.best_head[d - 1].min(here);
+                let band = || r[lo..=hi].iter().enumerate().map(move |(j, &v)| (lo + j, v));
                 let whole_ok = whole_here
-                    && r.iter()
-                        .enumerate()
-                        .any(|(i, &v)| v as usize + (l - d).abs_diff(len - i) <= self.whole);
+                    && band().any(|(i, v)| v as usize + (l - d).abs_diff(len - i) <= self.whole);
                 let head_ok = heads.is_some()
                     && (self.best_head[d] as usize <= pb
                         || (d < head_hi
-                            && r.iter().enumerate().any(|(i, &v)| {
+                            && band().any(|(i, v)| {
                                 v as usize + outside(len - i, head_lo.max(d + 1) - d, head_hi - d)
                                     <= pb
                             })));
