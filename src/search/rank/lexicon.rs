@@ -33,6 +33,10 @@ pub(super) struct BucketChunk {
     /// from these: the words below a prefix of `d` chars end at the first
     /// later word whose `lcp` is below `d`, found without comparing chars.
     lcp: Vec<u8>,
+    /// `branch[k]`: word `k`'s char at `lcp[k]`, the first where it leaves
+    /// word `k - 1`: the one char of it a walk arriving from `k - 1` (or from
+    /// a run `k` ends) needs before deciding whether to read any further.
+    branch: Vec<char>,
 }
 
 /// How many leading chars `a` and `b` share, at most 255.
@@ -51,6 +55,11 @@ impl BucketChunk {
         usize::from(self.lcp[k])
     }
 
+    /// Word `k`'s char at [`BucketChunk::lcp`]`(k)`.
+    pub fn branch(&self, k: usize) -> char {
+        self.branch[k]
+    }
+
     /// The first `j` in `from..` whose word shares fewer than `d` leading
     /// chars with its predecessor (`len()` when there is none): where the run
     /// of words that share a `d`-char prefix with word `from - 1` ends.
@@ -66,60 +75,65 @@ impl BucketChunk {
         self.ids.len()
     }
 
-    fn push(&mut self, id: u32, chars: &[char]) {
-        let l = chars.len();
-        let lcp = match self.len() {
+    /// Sets `lcp[k]` and `branch[k]` from words `k - 1` and `k`.
+    fn relink(&mut self, k: usize, l: usize) {
+        let lcp = match k {
             0 => 0,
-            n => common_prefix(self.word(n - 1, l), chars),
+            _ => common_prefix(self.word(k - 1, l), self.word(k, l)),
         };
+        self.lcp[k] = lcp;
+        // Distinct words of one length differ before their end.
+        self.branch[k] = self.word(k, l)[usize::from(lcp).min(l - 1)];
+    }
+
+    fn push(&mut self, id: u32, chars: &[char]) {
         self.chars.extend_from_slice(chars);
         self.ids.push(id);
-        self.lcp.push(lcp);
+        self.lcp.push(0);
+        self.branch.push(chars[0]);
+        self.relink(self.len() - 1, chars.len());
     }
 
     fn insert(&mut self, at: usize, id: u32, chars: &[char]) {
         let l = chars.len();
-        let before = match at {
-            0 => 0,
-            _ => common_prefix(self.word(at - 1, l), chars),
-        };
-        if at < self.len() {
-            self.lcp[at] = common_prefix(chars, self.word(at, l));
-        }
         self.chars.splice(at * l..at * l, chars.iter().copied());
         self.ids.insert(at, id);
-        self.lcp.insert(at, before);
+        self.lcp.insert(at, 0);
+        self.branch.insert(at, chars[0]);
+        self.relink(at, l);
+        if at + 1 < self.len() {
+            self.relink(at + 1, l);
+        }
     }
 
     fn remove(&mut self, at: usize, l: usize) {
-        // In sorted order, the words either side of a removed one share the
-        // lesser of their shares with it.
-        if at + 1 < self.len() {
-            self.lcp[at + 1] = if at == 0 {
-                0
-            } else {
-                self.lcp[at].min(self.lcp[at + 1])
-            };
-        }
         self.chars.drain(at * l..(at + 1) * l);
         self.ids.remove(at);
         self.lcp.remove(at);
+        self.branch.remove(at);
+        if at < self.len() {
+            self.relink(at, l);
+        }
     }
 
     /// Moves the second half of this chunk into a new one.
     fn split_off(&mut self, l: usize) -> BucketChunk {
         let at = self.len() / 2;
-        let mut lcp = self.lcp.split_off(at);
-        lcp[0] = 0;
-        BucketChunk {
+        let mut second = BucketChunk {
             ids: self.ids.split_off(at),
             chars: self.chars.split_off(at * l),
-            lcp,
-        }
+            lcp: self.lcp.split_off(at),
+            branch: self.branch.split_off(at),
+        };
+        second.relink(0, l);
+        second
     }
 
     fn heap_bytes(&self) -> usize {
-        self.ids.capacity() * 4 + self.chars.capacity() * 4 + self.lcp.capacity()
+        self.ids.capacity() * 4
+            + self.chars.capacity() * 4
+            + self.lcp.capacity()
+            + self.branch.capacity() * 4
     }
 }
 
@@ -383,6 +397,7 @@ impl Lexicon {
                         _ => common_prefix(chunk.word(k - 1, l), chunk.word(k, l)),
                     };
                     assert_eq!(chunk.lcp(k), usize::from(want), "bucket {l}, word {k}");
+                    assert_eq!(chunk.branch(k), chunk.word(k, l)[chunk.lcp(k)]);
                 }
             }
         }

@@ -97,6 +97,10 @@ struct Walk<'q> {
     best_head: Vec<u8>,
     /// Per depth, the band of cells the bucket being walked computes.
     bands: Vec<(usize, usize)>,
+    /// The chars of the current word the rows were computed for, as far as
+    /// they were: a word's own chars are read only past its branch char (see
+    /// `BucketChunk::branch`), which spares most words a cache miss.
+    path: Vec<char>,
 }
 
 /// How far `x` lies outside `lo..=hi` (0 inside).
@@ -123,14 +127,17 @@ impl<'q> Walk<'q> {
             rows,
             best_head: vec![FAR; depth + 1],
             bands: Vec::with_capacity(depth + 1),
+            path: vec!['\0'; depth + 1],
         }
     }
 
     /// Computes cells `lo..=hi` of row `d` (`d >= 1`) from the rows above it
-    /// for `word`'s chars; the cells outside a row's band stay [`DEAD`].
-    fn row(&mut self, d: usize, word: &[char], (lo, hi): (usize, usize)) {
+    /// for the chars of [`Walk::path`]; the cells outside a row's band stay
+    /// [`DEAD`].
+    fn row(&mut self, d: usize, (lo, hi): (usize, usize)) {
         let q = self.q;
         let w = q.len() + 1;
+        let word = &self.path;
         let (above, rest) = self.rows.split_at_mut(d * w);
         let cur = &mut rest[..w];
         let r1 = &above[(d - 1) * w..];
@@ -214,7 +221,8 @@ impl<'q> Walk<'q> {
         let mut valid = 0;
         let mut prev: &[char] = &[];
         while let Some(word) = cursor.word() {
-            let shared = match cursor.shared_with_last() {
+            let linked = cursor.shared_with_last();
+            let shared = match linked {
                 Some(lcp) => lcp.min(valid),
                 None => prev
                     .iter()
@@ -232,7 +240,11 @@ impl<'q> Walk<'q> {
                     pruned = true;
                     break;
                 }
-                self.row(d, word, (lo, hi));
+                self.path[d - 1] = match linked {
+                    Some(lcp) if lcp == d - 1 => cursor.branch(),
+                    _ => word[d - 1],
+                };
+                self.row(d, (lo, hi));
                 let r = &self.rows[d * w..][..w];
                 let here = if heads.is_some() && (head_lo..=head_hi).contains(&d) {
                     r[len]
@@ -258,7 +270,7 @@ impl<'q> Walk<'q> {
             valid = d;
             prev = word;
             if pruned {
-                cursor.skip_prefix(&word[..d]);
+                cursor.skip_prefix(&self.path[..d]);
                 continue;
             }
             let head = heads
@@ -279,7 +291,7 @@ impl<'q> Walk<'q> {
                 cursor.advance();
             } else {
                 // Every word below this head matches by it, alike.
-                cursor.each_with_prefix(&word[..d], |id| {
+                cursor.each_with_prefix(&self.path[..d], |id| {
                     found(Neighbour {
                         id,
                         len: l,
@@ -323,6 +335,11 @@ impl<'a> Cursor<'a> {
 
     fn id(&self) -> u32 {
         self.bucket.chunks[self.c].ids[self.k]
+    }
+
+    /// The word here's char at its `lcp`, where it leaves its predecessor.
+    fn branch(&self) -> char {
+        self.bucket.chunks[self.c].branch(self.k)
     }
 
     /// How many leading chars the word here shares with the word the last
