@@ -258,27 +258,119 @@ fn reach(
         }
     }
     for join in matches.joins.iter().filter(|j| j.query_word == i) {
-        // Visit the titles of the rarer part; each is checked for both.
-        let head = &matches.columns[join.head_col].hits;
-        let tail = &matches.columns[join.tail_col].hits;
-        let postings_of =
-            |hits: &[WordHit]| -> usize { hits.iter().map(|h| index.titles_with(h.word)).sum() };
-        let side = if postings_of(head) <= postings_of(tail) {
-            head
-        } else {
-            tail
-        };
-        for h in side {
+        visit_join(index, matches, join, parts, None, &mut visit);
+    }
+}
+
+/// Calls `visit(t, quality)` for every title `t` that holds both parts of
+/// `join`, with the best quality of a pair of them. `pair_filter` forces (or
+/// forbids) marking the titles of both parts first; `None` picks by their
+/// postings' lengths.
+fn visit_join(
+    index: &RankIndex,
+    matches: &WordMatches,
+    join: &Join,
+    parts: &mut PartPositions,
+    pair_filter: Option<bool>,
+    visit: &mut impl FnMut(u32, f32),
+) {
+    let head = &matches.columns[join.head_col].hits;
+    let tail = &matches.columns[join.tail_col].hits;
+    let postings_of =
+        |hits: &[WordHit]| -> usize { hits.iter().map(|h| index.titles_with(h.word)).sum() };
+    let (head_n, tail_n) = (postings_of(head), postings_of(tail));
+    let (rarer, other) = if head_n <= tail_n {
+        (head, tail)
+    } else {
+        (tail, head)
+    };
+    let mut check = |t: u32| {
+        matches.find_parts(index.words(t), join, parts);
+        let mut top = 0.0f32;
+        parts.best_pairs(join.head_len, join.tail_len, |_, _, q| top = top.max(q));
+        if top > 0.0 {
+            visit(t, top);
+        }
+    };
+    let filter = pair_filter
+        .unwrap_or_else(|| head_n.max(tail_n) <= PAIR_FILTER_RATIO * head_n.min(tail_n));
+    if !filter {
+        // Each title of the rarer part is checked for both.
+        for h in rarer {
+            index.postings(h.word).flatten().for_each(|&t| check(t));
+        }
+        return;
+    }
+    // Both parts are common (`in` + `to`): reading every title of the rarer
+    // one costs more than marking its titles and reading only those the other
+    // part's postings hold too.
+    with_marks(index.slot_count(), |marks| {
+        for h in rarer {
+            index.postings(h.word).flatten().for_each(|&t| marks.set(t));
+        }
+        for h in other {
             for &t in index.postings(h.word).flatten() {
-                matches.find_parts(index.words(t), join, parts);
-                let mut top = 0.0f32;
-                parts.best_pairs(join.head_len, join.tail_len, |_, _, q| top = top.max(q));
-                if top > 0.0 {
-                    visit(t, top);
+                if marks.take(t) {
+                    check(t);
                 }
             }
         }
+        for h in rarer {
+            index.postings(h.word).flatten().for_each(|&t| marks.unset(t));
+        }
+    });
+}
+
+/// A join whose two parts' postings differ in length by less than this factor
+/// reads the titles holding both (a pass over each part's postings) rather
+/// than every title of the rarer part (a pass over their words): a posting
+/// costs a bit, a title's words a lookup each.
+const PAIR_FILTER_RATIO: usize = 16;
+
+/// A bit per title slot, clear between uses.
+#[derive(Default)]
+struct Marks(Vec<u64>);
+
+impl Marks {
+    fn set(&mut self, t: u32) {
+        self.0[t as usize >> 6] |= 1 << (t & 63);
     }
+
+    fn unset(&mut self, t: u32) {
+        self.0[t as usize >> 6] &= !(1 << (t & 63));
+    }
+
+    /// Whether `t` is set, clearing it (a title the other part reaches twice
+    /// is checked once).
+    fn take(&mut self, t: u32) -> bool {
+        let word = &mut self.0[t as usize >> 6];
+        let bit = 1 << (t & 63);
+        let was = *word & bit != 0;
+        *word &= !bit;
+        was
+    }
+}
+
+thread_local! {
+    static MARKS: std::cell::RefCell<Marks> = Default::default();
+}
+
+/// Runs `f` with this thread's [`Marks`], grown to `slots` (which `f` must
+/// leave clear).
+fn with_marks<R>(slots: usize, f: impl FnOnce(&mut Marks) -> R) -> R {
+    MARKS.with(|cell| {
+        let mut fresh = Marks::default();
+        let mut borrowed = cell.try_borrow_mut();
+        let marks = match borrowed.as_deref_mut() {
+            Ok(marks) => marks,
+            Err(_) => &mut fresh,
+        };
+        let words = slots.div_ceil(64);
+        if marks.0.len() < words {
+            marks.0.resize(words, 0);
+        }
+        f(marks)
+    })
 }
 
 /// The set of titles each query word matches (a pass over the postings of its
@@ -371,5 +463,51 @@ pub(super) fn accumulate(
             }
         }
         scratch.tallies[t as usize] = tally;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::testing::Lcg;
+
+    #[test]
+    fn a_join_finds_the_same_titles_whether_or_not_it_marks_both_parts_first() {
+        // `in` and `to` both common, so that `into` is cut into two common
+        // parts; `inside` and `top` are heads of longer words for the last
+        // query word.
+        const WORDS: &[&str] = &["in", "to", "into", "top", "inside", "the", "go", "tool"];
+        let mut rng = Lcg(0x1a70_0c0d);
+        let titles: Vec<String> = (0..4000)
+            .map(|_| {
+                let n = 1 + rng.below(6);
+                rng.words(WORDS, n)
+            })
+            .collect();
+        let index = RankIndex::numbered(titles.iter().map(String::as_str));
+        let mut checked = 0;
+        for query in ["into the", "go into", "intoo", "intop"] {
+            let words = super::super::query_words(query);
+            let matches = match_words(&index, &words);
+            assert!(!matches.joins.is_empty(), "{query}");
+            for join in &matches.joins {
+                let mut parts = PartPositions::default();
+                let mut found = |filter| {
+                    let mut seen = Vec::new();
+                    visit_join(&index, &matches, join, &mut parts, Some(filter), &mut |t, q| {
+                        seen.push((t, q.to_bits()))
+                    });
+                    seen.sort_unstable();
+                    seen.dedup();
+                    seen
+                };
+                let (marked, read) = (found(true), found(false));
+                assert_eq!(marked, read, "{query}");
+                checked += marked.len();
+            }
+        }
+        assert!(checked > 1000, "{checked}");
+        // The marks are left clear for the next join.
+        with_marks(index.slot_count(), |marks| assert!(marks.0.iter().all(|&w| w == 0)));
     }
 }
