@@ -7,12 +7,21 @@
 //! dynamic programme per char of the current word (query chars across, word
 //! chars down) and reuses the rows of the prefix the word shares with the
 //! previous one. When a row shows that no word below that prefix can come
-//! within the budget, the walk jumps past every word with that prefix (a
-//! galloping search in the chunk, then a binary search over the chunks), so
+//! within the budget, the walk jumps past every word with that prefix, so
 //! its cost grows with the trie nodes near the query, not with the lexicon
 //! (the Levenshtein-automaton walk of Lucene and Tantivy, over an implicit
 //! trie). The rows, and so the distances, are exactly those of OSA
 //! (`rapidfuzz::distance::osa`): an adjacent transposition is one edit.
+//!
+//! What makes a node cheap: each chunk keeps, per word, how many chars it
+//! shares with the word before (`lcp`) and its first char past them
+//! (`branch`). The jump past a prefix of `d` chars is a scan of those bytes
+//! for the first below `d` (a binary search over the chunks' last words when
+//! the run fills a chunk); what the next word shares with the last is its
+//! `lcp`; and its first new row needs only its `branch`, so a word pruned
+//! there is never read (it was a cache miss per word). Each row computes only
+//! its band (see `Walk::band`), the 2 × budget + 1 cells around the diagonal
+//! a word of this bucket's length can still end on, and the cells a head can.
 //!
 //! A row lower bound: a word of `l` chars whose row `d` holds `R[d][i]` ends at
 //! least `R[d][i] + |(l - d) - (len - i)|` edits from the query for a path
