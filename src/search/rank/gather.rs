@@ -292,8 +292,8 @@ fn visit_join(
             visit(t, top);
         }
     };
-    let filter = pair_filter
-        .unwrap_or_else(|| head_n.max(tail_n) <= PAIR_FILTER_RATIO * head_n.min(tail_n));
+    let filter =
+        pair_filter.unwrap_or_else(|| head_n.max(tail_n) <= PAIR_FILTER_RATIO * head_n.min(tail_n));
     if !filter {
         // Each title of the rarer part is checked for both.
         for h in rarer {
@@ -316,7 +316,10 @@ fn visit_join(
             }
         }
         for h in rarer {
-            index.postings(h.word).flatten().for_each(|&t| marks.unset(t));
+            index
+                .postings(h.word)
+                .flatten()
+                .for_each(|&t| marks.unset(t));
         }
     });
 }
@@ -494,9 +497,14 @@ mod tests {
                 let mut parts = PartPositions::default();
                 let mut found = |filter| {
                     let mut seen = Vec::new();
-                    visit_join(&index, &matches, join, &mut parts, Some(filter), &mut |t, q| {
-                        seen.push((t, q.to_bits()))
-                    });
+                    visit_join(
+                        &index,
+                        &matches,
+                        join,
+                        &mut parts,
+                        Some(filter),
+                        &mut |t, q| seen.push((t, q.to_bits())),
+                    );
                     seen.sort_unstable();
                     seen.dedup();
                     seen
@@ -508,6 +516,8 @@ mod tests {
         }
         assert!(checked > 1000, "{checked}");
         // The marks are left clear for the next join.
-        with_marks(index.slot_count(), |marks| assert!(marks.0.iter().all(|&w| w == 0)));
+        with_marks(index.slot_count(), |marks| {
+            assert!(marks.0.iter().all(|&w| w == 0))
+        });
     }
 }

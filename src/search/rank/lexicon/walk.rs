@@ -184,7 +184,13 @@ impl<'q> Walk<'q> {
     /// within budget is in its row's band, and a cell outside the bands may
     /// hold [`DEAD`] instead of its distance without changing any distance
     /// within budget.
-    fn band(&self, d: usize, l: usize, whole_here: bool, heads: Option<(usize, usize)>) -> (usize, usize) {
+    fn band(
+        &self,
+        d: usize,
+        l: usize,
+        whole_here: bool,
+        heads: Option<(usize, usize)>,
+    ) -> (usize, usize) {
         let len = self.q.len();
         let (mut lo, mut hi) = (usize::MAX, 0);
         if whole_here {
@@ -261,7 +267,12 @@ impl<'q> Walk<'q> {
                     FAR
                 };
                 self.best_head[d] = self.best_head[d - 1].min(here);
-                let band = || r[lo..=hi].iter().enumerate().map(move |(j, &v)| (lo + j, v));
+                let band = || {
+                    r[lo..=hi]
+                        .iter()
+                        .enumerate()
+                        .map(move |(j, &v)| (lo + j, v))
+                };
                 let whole_ok = whole_here
                     && band().any(|(i, v)| v as usize + (l - d).abs_diff(len - i) <= self.whole);
                 let head_ok = heads.is_some()
