@@ -172,6 +172,8 @@ pub(super) struct Scratch {
     /// Titles with a tally, in the order first reached.
     pub touched: Vec<u32>,
     reached: Vec<u32>,
+    /// A bit per slot, for a join's titles (see [`visit_join`]).
+    marks: Marks,
     /// Set while a ranking uses the buffers: a ranking that panicked (its
     /// scorer thread lives on) left them as they were, to be cleared in full.
     in_use: bool,
@@ -184,10 +186,15 @@ impl Scratch {
             self.best.fill(0.0);
             self.tallies.fill(Tally::default());
             self.touched.clear();
+            self.marks.0.fill(0);
         }
         if self.best.len() < slots {
             self.best.resize(slots, 0.0);
             self.tallies.resize(slots, Tally::default());
+        }
+        let mark_words = slots.div_ceil(64);
+        if self.marks.0.len() < mark_words {
+            self.marks.0.resize(mark_words, 0);
         }
         self.words_per_set = slots.div_ceil(64);
         self.sets.clear();
@@ -240,6 +247,7 @@ fn reach(
     matches: &WordMatches,
     i: usize,
     parts: &mut PartPositions,
+    marks: &mut Marks,
     mut visit: impl FnMut(u32, f32),
 ) {
     let m = matches.m;
@@ -258,7 +266,7 @@ fn reach(
         }
     }
     for join in matches.joins.iter().filter(|j| j.query_word == i) {
-        visit_join(index, matches, join, parts, None, &mut visit);
+        visit_join(index, matches, join, parts, marks, None, &mut visit);
     }
 }
 
@@ -271,6 +279,7 @@ fn visit_join(
     matches: &WordMatches,
     join: &Join,
     parts: &mut PartPositions,
+    marks: &mut Marks,
     pair_filter: Option<bool>,
     visit: &mut impl FnMut(u32, f32),
 ) {
@@ -304,24 +313,22 @@ fn visit_join(
     // Both parts are common (`in` + `to`): reading every title of the rarer
     // one costs more than marking its titles and reading only those the other
     // part's postings hold too.
-    with_marks(index.slot_count(), |marks| {
-        for h in rarer {
-            index.postings(h.word).flatten().for_each(|&t| marks.set(t));
-        }
-        for h in other {
-            for &t in index.postings(h.word).flatten() {
-                if marks.take(t) {
-                    check(t);
-                }
+    for h in rarer {
+        index.postings(h.word).flatten().for_each(|&t| marks.set(t));
+    }
+    for h in other {
+        for &t in index.postings(h.word).flatten() {
+            if marks.take(t) {
+                check(t);
             }
         }
-        for h in rarer {
-            index
-                .postings(h.word)
-                .flatten()
-                .for_each(|&t| marks.unset(t));
-        }
-    });
+    }
+    for h in rarer {
+        index
+            .postings(h.word)
+            .flatten()
+            .for_each(|&t| marks.unset(t));
+    }
 }
 
 /// A join whose two parts' postings differ in length by less than this factor
@@ -331,7 +338,7 @@ fn visit_join(
 const PAIR_FILTER_RATIO: usize = 16;
 
 /// A bit per title slot, clear between uses.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Marks(Vec<u64>);
 
 impl Marks {
@@ -354,28 +361,6 @@ impl Marks {
     }
 }
 
-thread_local! {
-    static MARKS: std::cell::RefCell<Marks> = Default::default();
-}
-
-/// Runs `f` with this thread's [`Marks`], grown to `slots` (which `f` must
-/// leave clear).
-fn with_marks<R>(slots: usize, f: impl FnOnce(&mut Marks) -> R) -> R {
-    MARKS.with(|cell| {
-        let mut fresh = Marks::default();
-        let mut borrowed = cell.try_borrow_mut();
-        let marks = match borrowed.as_deref_mut() {
-            Ok(marks) => marks,
-            Err(_) => &mut fresh,
-        };
-        let words = slots.div_ceil(64);
-        if marks.0.len() < words {
-            marks.0.resize(words, 0);
-        }
-        f(marks)
-    })
-}
-
 /// The set of titles each query word matches (a pass over the postings of its
 /// hits, setting bits: cost proportional to the (title, matched word) pairs,
 /// plus the words of the titles holding a join's rarer part), hence its weight,
@@ -392,7 +377,7 @@ pub(super) fn word_sets(
     let mut df = Vec::with_capacity(m);
     for i in 0..m {
         let set = &mut scratch.sets[i * per..(i + 1) * per];
-        reach(index, matches, i, &mut parts, |t, _| {
+        reach(index, matches, i, &mut parts, &mut scratch.marks, |t, _| {
             set[t as usize >> 6] |= 1u64 << (t & 63);
         });
         df.push(set.iter().map(|w| w.count_ones() as usize).sum());
@@ -428,11 +413,12 @@ pub(super) fn accumulate(
         tallies,
         touched,
         reached,
+        marks,
         ..
     } = scratch;
     for &i in words {
         reached.clear();
-        reach(index, matches, i, &mut parts, |t, q| {
+        reach(index, matches, i, &mut parts, marks, |t, q| {
             let b = &mut best[t as usize];
             if *b < q {
                 if *b == 0.0 {
@@ -489,6 +475,7 @@ mod tests {
             .collect();
         let index = RankIndex::numbered(titles.iter().map(String::as_str));
         let mut checked = 0;
+        let mut marks = Marks(vec![0; index.slot_count().div_ceil(64)]);
         for query in ["into the", "go into", "intoo", "intop"] {
             let words = super::super::query_words(query);
             let matches = match_words(&index, &words);
@@ -502,6 +489,7 @@ mod tests {
                         &matches,
                         join,
                         &mut parts,
+                        &mut marks,
                         Some(filter),
                         &mut |t, q| seen.push((t, q.to_bits())),
                     );
@@ -516,8 +504,6 @@ mod tests {
         }
         assert!(checked > 1000, "{checked}");
         // The marks are left clear for the next join.
-        with_marks(index.slot_count(), |marks| {
-            assert!(marks.0.iter().all(|&w| w == 0))
-        });
+        assert!(marks.0.iter().all(|&w| w == 0));
     }
 }

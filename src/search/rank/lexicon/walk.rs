@@ -29,7 +29,7 @@
 //! some cell of every row. Fixing the word length per bucket makes this bound
 //! tight: only a band of `2 × budget + 1` cells can stay within it.
 
-use super::{Bucket, Lexicon};
+use super::{common_prefix, Bucket, Lexicon};
 
 /// What a walk looks for, for one query word of `query.len()` chars.
 #[derive(Debug, Clone, Copy)]
@@ -239,12 +239,7 @@ impl<'q> Walk<'q> {
             let linked = cursor.shared_with_last();
             let shared = match linked {
                 Some(lcp) => lcp.min(valid),
-                None => prev
-                    .iter()
-                    .zip(word)
-                    .take(valid)
-                    .take_while(|(a, b)| a == b)
-                    .count(),
+                None => usize::from(common_prefix(&prev[..valid], word)),
             };
             let mut d = shared;
             let mut pruned = false;
