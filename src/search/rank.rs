@@ -121,8 +121,9 @@ const MAX_QUERY_WORDS: usize = 32;
 /// last query word (2 chars or more, possibly unfinished), a longer word whose
 /// beginning is within the prefix budget (0 edits up to 4 chars, 1 for 5–8, 2 for
 /// longer). Two adjacent query words also match one title word as if typed
-/// together (same budgets for the joined length, with fewer edits than the
-/// shorter of the two has chars), and one query word of 4+ chars also matches
+/// together (the budget of the joined length but at most one edit, with fewer
+/// edits than the shorter of the two has chars; an unfinished second word's head
+/// exactly), and one query word of 4+ chars also matches
 /// two title words (anywhere in the title, best side by side) when it is their
 /// concatenation exactly (the second part may be a head of a longer word for
 /// the last query word). `total` counts matching titles; titles that match
@@ -491,6 +492,22 @@ mod tests {
         // + "json" is one edit from "json", which is already matched alone.
         let result = rank(&index, "a json", 50);
         assert_eq!(result.rows[0].page_id, 8);
+    }
+
+    #[test]
+    fn two_query_words_joined_allow_one_typo_and_an_exact_unfinished_head() {
+        let index = corpus(&["framework", "frame", "work"]);
+        let found = |q: &str| ids(&index, q).contains(&1);
+        // One edit over the joined word: a substitution, or a transposition.
+        assert!(found("frame wprk"));
+        assert!(found("frame wrok"));
+        // Unfinished, the head of the joined word is exact.
+        assert!(found("frame wor"));
+        // Two edits over the joined word are two readings too many.
+        assert!(!found("frme wrok"));
+        // A typo in an unfinished joined head: `framewro` is two edits from
+        // `framework` and one from its head `framewor`.
+        assert!(!found("frame wro"));
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //!
 //! * A **split**: two adjacent query words that the title writes as one word
 //!   (`frame work` → `framework`, `code mirror` → `CodeMirror`). The two query
-//!   words are joined and looked up as one word, with the typo budget (and, when
-//!   the second is the last query word, the prefix rule) of the joined length.
+//!   words are joined and looked up as one word, with the typo budget of the
+//!   joined length but at most [`SPLIT_TYPO_BUDGET`] edits (and, when the second
+//!   is the last query word, the prefix rule without typos).
 //! * A **join**: one query word that the title writes as two words
 //!   (`arcadegames` → `arcade games`, `processpool` → `process pool`). The query
 //!   word is cut at every point where the head is a corpus word and the tail is a
@@ -11,11 +12,14 @@
 //!   title matches when it holds the head and the tail at two different
 //!   positions, best side by side and in order.
 //!
-//! Both are looked up exactly like plain words (`lookup`), so the highlighter,
-//! which reuses the lookup, marks exactly what the ranking counted.
+//! Both are looked up by the lookup of plain words (`lookup`), and the
+//! highlighter reuses these functions, so it marks exactly what the ranking
+//! counted.
 
 use super::lexicon::Lexicon;
-use super::lookup::{lookup, prefix_quality, QueryWord, WordHit, MIN_PREFIX_LEN};
+use super::lookup::{
+    lookup_within, prefix_quality, typo_budget, QueryWord, WordHit, MIN_PREFIX_LEN,
+};
 
 /// Parts of a join are at least this many chars (a one-letter head would read
 /// `ajson` as `a json` and most words as some letter plus a word).
@@ -39,8 +43,19 @@ pub(super) const SPLIT: f32 = 0.97;
 /// one of the shorter query words, where it costs more.
 pub(super) const SPLIT_EXTRA_TYPO_COST: f32 = 1.0;
 
+/// Most OSA edits between two query words joined (a split) and a whole lexicon
+/// word; the unfinished last word's head rule allows none. The space typed
+/// between them is already a reading of what was meant: with two edits over a
+/// joined word of 9+ chars (`the mite` → `termite`, two edits from `themite`)
+/// a split mostly found words no one meant, and that walk (with a head rule of
+/// two edits) was a third of a slow miss's lexicon walk at 1.1M titles. On the
+/// six relevance sets one query moved a rank (a `phonetic` one, 2nd → 3rd; its
+/// new 2nd gained nothing from the split).
+pub(super) const SPLIT_TYPO_BUDGET: usize = 1;
+
 /// The lexicon words that two adjacent query words, `first` and `second`, match
-/// when joined into one. A hit whose edits reach the length of the shorter part
+/// when joined into one, within [`SPLIT_TYPO_BUDGET`] (whole word) or exactly
+/// (as the head of a longer word, when `second` is unfinished). A hit whose edits reach the length of the shorter part
 /// is left out: it would be the longer part alone under a typo (`a json` →
 /// `ajson` is one edit from `json`), which the plain lookup already counts.
 pub(super) fn split_hits(lexicon: &Lexicon, first: &QueryWord, second: &QueryWord) -> Vec<WordHit> {
@@ -51,7 +66,14 @@ pub(super) fn split_hits(lexicon: &Lexicon, first: &QueryWord, second: &QueryWor
     let shorter = first.chars.len().min(second.chars.len());
     let len = joined.chars.len() as f32;
     let mut hits = Vec::new();
-    lookup(lexicon, &joined, &mut hits);
+    let n = joined.chars.len();
+    lookup_within(
+        lexicon,
+        &joined,
+        typo_budget(n).min(SPLIT_TYPO_BUDGET),
+        0,
+        &mut hits,
+    );
     hits.retain(|h| usize::from(h.edits) < shorter);
     for h in &mut hits {
         h.quality = (h.quality - SPLIT_EXTRA_TYPO_COST * f32::from(h.edits) / len) * SPLIT;

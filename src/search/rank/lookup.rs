@@ -82,12 +82,30 @@ pub(super) fn prefix_quality(edits: usize, len: usize, word_len: usize) -> f32 {
 /// with its best quality (whole word within [`typo_budget`], or for a prefix
 /// word, some head of the lexicon word within [`prefix_typo_budget`]).
 pub(super) fn lookup(lexicon: &Lexicon, query: &QueryWord, out: &mut Vec<WordHit>) {
+    let len = query.chars.len();
+    lookup_within(
+        lexicon,
+        query,
+        typo_budget(len),
+        prefix_typo_budget(len),
+        out,
+    );
+}
+
+/// [`lookup`] with other edit budgets: whole words within `budget` OSA edits,
+/// heads (for a prefix word) within `head_budget`, which must not exceed `budget`.
+pub(super) fn lookup_within(
+    lexicon: &Lexicon,
+    query: &QueryWord,
+    budget: usize,
+    head_budget: usize,
+    out: &mut Vec<WordHit>,
+) {
     let q = &query.chars[..];
     let len = q.len();
     if len == 0 {
         return;
     }
-    let budget = typo_budget(len);
     let prefix = query.prefix && len >= MIN_PREFIX_LEN;
 
     if budget == 0 {
@@ -113,7 +131,7 @@ pub(super) fn lookup(lexicon: &Lexicon, query: &QueryWord, out: &mut Vec<WordHit
         return;
     }
 
-    let heads = prefix.then(|| prefix_typo_budget(len));
+    let heads = prefix.then_some(head_budget.min(budget));
     let neighbourhood = Neighbourhood {
         query: q,
         whole: budget,
