@@ -14,6 +14,23 @@
 
 use std::sync::Arc;
 
+/// Asks the CPU to load the cache line holding `p` (x86-64's `prefetcht0`; a
+/// no-op elsewhere). Scoring reads the titles of a list of candidates in an
+/// order no hardware prefetcher can guess, two dependent cache misses each;
+/// asked a few titles ahead, they overlap with the scoring of the ones before.
+#[inline]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that never faults and changes no memory,
+    // whatever the address (every caller passes one inside or just past a live
+    // allocation anyway).
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Element `i`'s chunk and its place in that chunk, in chunks of `2^BITS`.
 #[inline]
 const fn locate<const BITS: u32>(i: usize) -> (usize, usize) {
@@ -203,6 +220,29 @@ impl<T: Copy, const BITS: u32> ChunkedLists<T, BITS> {
     pub fn get(&self, i: usize) -> &[T] {
         let (c, k) = locate::<BITS>(i);
         self.chunks[c].get(k)
+    }
+
+    /// Asks the CPU to start loading where list `i` begins and ends, so that a
+    /// [`prefetch_items`](Self::prefetch_items) and then a [`get`](Self::get) of it
+    /// a little later find them in cache. A hint only: no effect but on time, and
+    /// none at all past the end.
+    #[inline]
+    pub fn prefetch_bounds(&self, i: usize) {
+        let (c, k) = locate::<BITS>(i);
+        if let Some(chunk) = self.chunks.get(c) {
+            prefetch(chunk.starts.as_ptr().wrapping_add(k));
+        }
+    }
+
+    /// Asks the CPU to start loading list `i`'s items (reads its bounds, which
+    /// should be in cache by now: see [`prefetch_bounds`](Self::prefetch_bounds)).
+    #[inline]
+    pub fn prefetch_items(&self, i: usize) {
+        let (c, k) = locate::<BITS>(i);
+        if let Some(start) = self.chunks.get(c).and_then(|chunk| chunk.starts.get(k)) {
+            let chunk = &self.chunks[c];
+            prefetch(chunk.items.as_ptr().wrapping_add(*start as usize));
+        }
     }
 
     /// Appends `list` as the last list.

@@ -3,6 +3,10 @@
 //! them, with each query word's rarity weight and an upper bound of each title's
 //! score.
 
+// foldhash (hashbrown's default, randomly seeded) rather than SipHash: scoring
+// looks a matched word's row up for every title that holds it.
+use foldhash::{HashMap, HashMapExt};
+
 use super::compound::{join_cuts, split_hits, PartPositions};
 use super::index::RankIndex;
 use super::lookup::{lookup, QueryWord, WordHit};
@@ -34,19 +38,27 @@ pub(super) struct WordMatches {
     /// and `i + 1` joined (`i < m - 1`); then a head and a tail column per join.
     pub columns: Vec<Column>,
     pub joins: Vec<Join>,
-    /// Lexicon word → row of `qualities`, or `u32::MAX` when no column matched it
-    /// (dense over the lexicon: one array read per title word when scoring).
-    slot: Vec<u32>,
+    /// A bit per lexicon word, set when some column matched it: scoring checks
+    /// every title word here first, and most match nothing. (A dense row index
+    /// per lexicon word, 1.2 MB at 1.1M titles, was a cache miss per title word
+    /// and a fifth of the time of scoring one title.)
+    matched: Vec<u64>,
+    /// Matched lexicon word → its row of `qualities`.
+    rows: HashMap<u32, u32>,
     /// `columns.len()` qualities per matched lexicon word (0 = no match).
     qualities: Vec<f32>,
 }
 
 impl WordMatches {
     /// Qualities of lexicon word `w` for each column, if any matched it.
+    #[inline]
     pub fn row(&self, w: u32) -> Option<&[f32]> {
-        let s = self.slot[w as usize];
+        if self.matched[w as usize / 64] >> (w % 64) & 1 == 0 {
+            return None;
+        }
         let width = self.columns.len();
-        (s != u32::MAX).then(|| &self.qualities[s as usize * width..][..width])
+        let s = self.rows[&w] as usize;
+        Some(&self.qualities[s * width..][..width])
     }
 
     /// Column of query words `i` and `i + 1` joined.
@@ -123,16 +135,17 @@ pub(super) fn match_words(index: &RankIndex, words: &[QueryWord]) -> WordMatches
     }
 
     let width = columns.len();
-    let mut slot = vec![u32::MAX; lexicon.len()];
+    let mut matched = vec![0u64; lexicon.len().div_ceil(64)];
+    let mut rows: HashMap<u32, u32> = HashMap::new();
     let mut qualities: Vec<f32> = Vec::new();
     for (c, column) in columns.iter().enumerate() {
         for h in &column.hits {
-            let s = &mut slot[h.word as usize];
-            if *s == u32::MAX {
-                *s = (qualities.len() / width) as u32;
+            matched[h.word as usize / 64] |= 1 << (h.word % 64);
+            let s = *rows.entry(h.word).or_insert_with(|| {
                 qualities.resize(qualities.len() + width, 0.0);
-            }
-            let q = &mut qualities[*s as usize * width + c];
+                (qualities.len() / width - 1) as u32
+            });
+            let q = &mut qualities[s as usize * width + c];
             *q = q.max(h.quality);
         }
     }
@@ -140,7 +153,8 @@ pub(super) fn match_words(index: &RankIndex, words: &[QueryWord]) -> WordMatches
         m,
         columns,
         joins,
-        slot,
+        matched,
+        rows,
         qualities,
     }
 }

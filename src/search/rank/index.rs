@@ -216,6 +216,21 @@ impl RankIndex {
         self.words.get(t as usize)
     }
 
+    /// Starts loading where slot `t`'s words are (a hint; see
+    /// [`prefetch_words`](Self::prefetch_words)).
+    #[inline]
+    pub(super) fn prefetch_word_bounds(&self, t: u32) {
+        self.words.prefetch_bounds(t as usize);
+    }
+
+    /// Starts loading slot `t`'s words, some time after its
+    /// [`prefetch_word_bounds`](Self::prefetch_word_bounds) and before its
+    /// [`words`](Self::words) (a hint, no effect on results).
+    #[inline]
+    pub(super) fn prefetch_words(&self, t: u32) {
+        self.words.prefetch_items(t as usize);
+    }
+
     /// Page id of the title in slot `t`.
     pub(super) fn page_id(&self, t: u32) -> i64 {
         *self.page_ids.get(t as usize)
