@@ -11,6 +11,7 @@ use super::compound::{join_cuts, split_hits, PartPositions};
 use super::index::RankIndex;
 use super::lookup::{lookup, QueryWord, WordHit};
 use super::score::weight;
+use super::select::AHEAD;
 
 /// One looked-up word: a query word, two adjacent query words joined (a split),
 /// or one part of a query word cut in two (a join).
@@ -188,6 +189,8 @@ pub(super) struct Scratch {
     reached: Vec<u32>,
     /// A bit per slot, for a join's titles (see [`visit_join`]).
     marks: Marks,
+    /// Per join of the query being ranked, its titles once found.
+    joined: JoinTitles,
     /// Set while a ranking uses the buffers: a ranking that panicked (its
     /// scorer thread lives on) left them as they were, to be cleared in full.
     in_use: bool,
@@ -262,6 +265,7 @@ fn reach(
     i: usize,
     parts: &mut PartPositions,
     marks: &mut Marks,
+    joined: &mut JoinTitles,
     mut visit: impl FnMut(u32, f32),
 ) {
     let m = matches.m;
@@ -279,8 +283,46 @@ fn reach(
             }
         }
     }
-    for join in matches.joins.iter().filter(|j| j.query_word == i) {
-        visit_join(index, matches, join, parts, marks, None, &mut visit);
+    for (j, join) in matches.joins.iter().enumerate() {
+        if join.query_word == i {
+            for &(t, q) in joined.titles(j, |found| {
+                visit_join(index, matches, join, parts, marks, None, &mut |t, q| {
+                    found.push((t, q))
+                })
+            }) {
+                visit(t, q);
+            }
+        }
+    }
+}
+
+/// Each join's titles with their best pair quality, found once per ranking:
+/// the word sets and the tallies (twice when a word is left out) all need
+/// them, and finding them reads the words of every title holding a part.
+#[derive(Debug, Default)]
+pub(super) struct JoinTitles {
+    lists: Vec<Vec<(u32, f32)>>,
+    found: Vec<bool>,
+}
+
+impl JoinTitles {
+    /// Forgets the titles found, for a query of `joins` joins.
+    fn reset(&mut self, joins: usize) {
+        self.found.clear();
+        self.found.resize(joins, false);
+        if self.lists.len() < joins {
+            self.lists.resize_with(joins, Vec::new);
+        }
+    }
+
+    /// Join `j`'s titles, found by `find` (which appends them) the first time.
+    fn titles(&mut self, j: usize, find: impl FnOnce(&mut Vec<(u32, f32)>)) -> &[(u32, f32)] {
+        let list = &mut self.lists[j];
+        if !std::mem::replace(&mut self.found[j], true) {
+            list.clear();
+            find(list);
+        }
+        list
     }
 }
 
@@ -307,41 +349,49 @@ fn visit_join(
     } else {
         (tail, head)
     };
-    let mut check = |t: u32| {
+    let filter =
+        pair_filter.unwrap_or_else(|| head_n.max(tail_n) <= PAIR_FILTER_RATIO * head_n.min(tail_n));
+    let mut checked = Vec::new();
+    if !filter {
+        // Each title of the rarer part is checked for both.
+        for h in rarer {
+            checked.extend(index.postings(h.word).flatten());
+        }
+    } else {
+        // Both parts are common (`in` + `to`): reading every title of the
+        // rarer one costs more than marking its titles and reading only those
+        // the other part's postings hold too.
+        for h in rarer {
+            index.postings(h.word).flatten().for_each(|&t| marks.set(t));
+        }
+        for h in other {
+            checked.extend(index.postings(h.word).flatten().filter(|&&t| marks.take(t)));
+        }
+        for h in rarer {
+            index
+                .postings(h.word)
+                .flatten()
+                .for_each(|&t| marks.unset(t));
+        }
+    }
+    // The words of the titles are read a few titles after they were asked
+    // of the memory (see `select::AHEAD`).
+    for &t in checked.iter().take(AHEAD) {
+        index.prefetch_word_bounds(t);
+    }
+    for (k, &t) in checked.iter().enumerate() {
+        if let Some(&far) = checked.get(k + AHEAD) {
+            index.prefetch_word_bounds(far);
+        }
+        if let Some(&near) = checked.get(k + AHEAD / 2) {
+            index.prefetch_words(near);
+        }
         matches.find_parts(index.words(t), join, parts);
         let mut top = 0.0f32;
         parts.best_pairs(join.head_len, join.tail_len, |_, _, q| top = top.max(q));
         if top > 0.0 {
             visit(t, top);
         }
-    };
-    let filter =
-        pair_filter.unwrap_or_else(|| head_n.max(tail_n) <= PAIR_FILTER_RATIO * head_n.min(tail_n));
-    if !filter {
-        // Each title of the rarer part is checked for both.
-        for h in rarer {
-            index.postings(h.word).flatten().for_each(|&t| check(t));
-        }
-        return;
-    }
-    // Both parts are common (`in` + `to`): reading every title of the rarer
-    // one costs more than marking its titles and reading only those the other
-    // part's postings hold too.
-    for h in rarer {
-        index.postings(h.word).flatten().for_each(|&t| marks.set(t));
-    }
-    for h in other {
-        for &t in index.postings(h.word).flatten() {
-            if marks.take(t) {
-                check(t);
-            }
-        }
-    }
-    for h in rarer {
-        index
-            .postings(h.word)
-            .flatten()
-            .for_each(|&t| marks.unset(t));
     }
 }
 
@@ -386,12 +436,14 @@ pub(super) fn word_sets(
 ) -> WordSets {
     let m = matches.m;
     scratch.prepare(m, index.slot_count());
+    scratch.joined.reset(matches.joins.len());
     let per = scratch.words_per_set;
     let mut parts = PartPositions::default();
     let mut df = Vec::with_capacity(m);
     for i in 0..m {
         let set = &mut scratch.sets[i * per..(i + 1) * per];
-        reach(index, matches, i, &mut parts, &mut scratch.marks, |t, _| {
+        let (marks, joined) = (&mut scratch.marks, &mut scratch.joined);
+        reach(index, matches, i, &mut parts, marks, joined, |t, _| {
             set[t as usize >> 6] |= 1u64 << (t & 63);
         });
         df.push(set.iter().map(|w| w.count_ones() as usize).sum());
@@ -428,11 +480,12 @@ pub(super) fn accumulate(
         touched,
         reached,
         marks,
+        joined,
         ..
     } = scratch;
     for &i in words {
         reached.clear();
-        reach(index, matches, i, &mut parts, marks, |t, q| {
+        reach(index, matches, i, &mut parts, marks, joined, |t, q| {
             let b = &mut best[t as usize];
             if *b < q {
                 if *b == 0.0 {

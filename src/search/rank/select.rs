@@ -192,7 +192,7 @@ fn score_candidates(
 /// How many candidates ahead of the one being scored its words' bounds are
 /// prefetched (its words themselves half as far ahead): a title's scoring is
 /// about as long as a cache miss.
-const AHEAD: usize = 8;
+pub(super) const AHEAD: usize = 8;
 
 /// Candidates [`score_candidates`] sorts and scores at a time once its seed rows
 /// are scored (unit tests run with short runs, so that small corpora take
