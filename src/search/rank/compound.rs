@@ -170,6 +170,18 @@ impl PartPositions {
         self.tails.clear();
     }
 
+    /// Notes the title word at `position`, whose qualities are `row`, as a
+    /// head and/or a tail of `join`.
+    #[inline]
+    pub fn push(&mut self, position: u32, row: &[f32], join: &super::gather::Join) {
+        if row[join.head_col] > 0.0 {
+            self.heads.push(position);
+        }
+        if row[join.tail_col] > 0.0 {
+            self.tails.push((position, row[join.tail_col]));
+        }
+    }
+
     /// For each head position, the tail position (another one) giving the best
     /// [`join_quality`], first found on a tie: `visit(head, tail, quality)`.
     /// Nothing when the title lacks either part.

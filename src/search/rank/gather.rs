@@ -68,17 +68,21 @@ impl WordMatches {
     }
 
     /// Head and tail positions of `join` in a title's `words`, into `parts`.
-    pub fn find_parts(&self, words: &[u32], join: &Join, parts: &mut PartPositions) {
+    pub fn find_parts_in_words(&self, words: &[u32], join: &Join, parts: &mut PartPositions) {
         parts.clear();
         for (p, &w) in words.iter().enumerate() {
             if let Some(row) = self.row(w) {
-                if row[join.head_col] > 0.0 {
-                    parts.heads.push(p as u32);
-                }
-                if row[join.tail_col] > 0.0 {
-                    parts.tails.push((p as u32, row[join.tail_col]));
-                }
+                parts.push(p as u32, row, join);
             }
+        }
+    }
+
+    /// [`find_parts_in_words`](Self::find_parts_in_words) over the positions of
+    /// a title's matched words and their rows (in title order).
+    pub fn find_parts(&self, found: &[(u32, &[f32])], join: &Join, parts: &mut PartPositions) {
+        parts.clear();
+        for &(p, row) in found {
+            parts.push(p, row, join);
         }
     }
 }
@@ -386,7 +390,7 @@ fn visit_join(
         if let Some(&near) = checked.get(k + AHEAD / 2) {
             index.prefetch_words(near);
         }
-        matches.find_parts(index.words(t), join, parts);
+        matches.find_parts_in_words(index.words(t), join, parts);
         let mut top = 0.0f32;
         parts.best_pairs(join.head_len, join.tail_len, |_, _, q| top = top.max(q));
         if top > 0.0 {

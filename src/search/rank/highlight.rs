@@ -126,7 +126,7 @@ pub fn marks(title: &str, query: &str) -> Marks {
         }
         let mut parts = PartPositions::default();
         for join in &matches.joins {
-            matches.find_parts(&flat_words, join, &mut parts);
+            matches.find_parts_in_words(&flat_words, join, &mut parts);
             parts.best_pairs(join.head_len, join.tail_len, |head, tail, _| {
                 // Both parts are spelled exactly: a join is not a close match.
                 for piece in [piece_of[head as usize], piece_of[tail as usize]] {

@@ -150,6 +150,7 @@ fn score_candidates(
         matches,
         weights: &sets.weights,
         units: Vec::new(),
+        found: Vec::new(),
         parts: PartPositions::default(),
         scratch: AlignScratch::default(),
     };
@@ -216,6 +217,8 @@ struct TitleScorer<'a> {
     matches: &'a WordMatches,
     weights: &'a [f32],
     units: Vec<Unit>,
+    /// The title's words some column matched: position and row.
+    found: Vec<(u32, &'a [f32])>,
     parts: PartPositions,
     scratch: AlignScratch,
 }
@@ -226,13 +229,16 @@ impl TitleScorer<'_> {
         let t = c.t;
         let m = self.matches.m;
         let weights = self.weights;
+        let matches: &WordMatches = self.matches;
         let words = self.index.words(t);
         self.units.clear();
+        self.found.clear();
         for (position, &w) in words.iter().enumerate() {
-            let Some(row) = self.matches.row(w) else {
+            let Some(row) = matches.row(w) else {
                 continue;
             };
             let position = position as u32;
+            self.found.push((position, row));
             for (i, &quality) in row[..m].iter().enumerate() {
                 if quality > 0.0 {
                     let gain = score::MATCH_WEIGHT * weights[i] * quality;
@@ -248,8 +254,8 @@ impl TitleScorer<'_> {
                 }
             }
         }
-        for join in &self.matches.joins {
-            self.matches.find_parts(words, join, &mut self.parts);
+        for join in &matches.joins {
+            matches.find_parts(&self.found, join, &mut self.parts);
             let i = join.query_word;
             let units = &mut self.units;
             self.parts
