@@ -246,6 +246,7 @@ impl Scratch {
     /// Ends a ranking's use of the buffers (they are clean again).
     pub fn release(&mut self) {
         self.clear_tallies();
+        self.joined.shrink();
         self.in_use = false;
     }
 }
@@ -300,6 +301,9 @@ fn reach(
     }
 }
 
+/// Most titles a [`JoinTitles`] list keeps room for between rankings (512 KB).
+const KEPT_JOIN_TITLES: usize = 1 << 16;
+
 /// Each join's titles with their best pair quality, found once per ranking:
 /// the word sets and the tallies (twice when a word is left out) all need
 /// them, and finding them reads the words of every title holding a part.
@@ -316,6 +320,17 @@ impl JoinTitles {
         self.found.resize(joins, false);
         if self.lists.len() < joins {
             self.lists.resize_with(joins, Vec::new);
+        }
+    }
+
+    /// Lets go of large lists (a join of two common parts holds hundreds of
+    /// thousands of titles), so that a scorer thread does not keep the largest
+    /// it ever saw: one is a fraction of the work of finding it again.
+    fn shrink(&mut self) {
+        for list in &mut self.lists {
+            if list.capacity() > KEPT_JOIN_TITLES {
+                *list = Vec::new();
+            }
         }
     }
 

@@ -139,8 +139,10 @@ fn score_candidates(
             Bounded {
                 bound: score::upper_bound(tally.quality_sum, tally.matched, len),
                 t,
-                len,
-                matched: tally.matched.count_ones(),
+                // Both fit: a title length is saturated at 255, a query has
+                // at most 32 words.
+                len: len as u16,
+                matched: tally.matched.count_ones() as u16,
             }
         })
         .collect();
@@ -200,15 +202,16 @@ pub(super) const AHEAD: usize = 8;
 /// several).
 const RUN: usize = if cfg!(test) { 4 } else { 1024 };
 
-/// A candidate title with what scoring it needs from its tally.
+/// A candidate title with what scoring it needs from its tally: 12 bytes, as
+/// there can be a million of them.
 #[derive(Debug, Clone, Copy)]
 struct Bounded {
     bound: f32,
     t: u32,
     /// Its words.
-    len: u32,
+    len: u16,
     /// The query words it matched.
-    matched: u32,
+    matched: u16,
 }
 
 /// Exact scoring of single titles, with buffers reused across titles.
@@ -270,8 +273,8 @@ impl TitleScorer<'_> {
                 });
         }
         self.units.sort_unstable_by_key(|u| u.start);
-        let raw =
-            score::align(&self.units, m, &mut self.scratch) + score::coverage(c.len, c.matched);
+        let raw = score::align(&self.units, m, &mut self.scratch)
+            + score::coverage(c.len.into(), c.matched.into());
         (raw, words.len() as u32)
     }
 
