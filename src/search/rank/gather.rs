@@ -208,6 +208,7 @@ impl Scratch {
             self.tallies.fill(Tally::default());
             self.touched.clear();
             self.marks.0.fill(0);
+            self.joined.forget();
         }
         if self.best.len() < slots {
             self.best.resize(slots, 0.0);
@@ -246,7 +247,7 @@ impl Scratch {
     /// Ends a ranking's use of the buffers (they are clean again).
     pub fn release(&mut self) {
         self.clear_tallies();
-        self.joined.shrink();
+        self.joined.forget();
         self.in_use = false;
     }
 }
@@ -314,19 +315,13 @@ pub(super) struct JoinTitles {
 }
 
 impl JoinTitles {
-    /// Forgets the titles found, for a query of `joins` joins.
-    fn reset(&mut self, joins: usize) {
+    /// Forgets the titles found (at the end of a ranking, or before one that
+    /// follows a panicked one), and lets go of large lists (a join of two
+    /// common parts holds hundreds of thousands of titles), so that a scorer
+    /// thread does not keep the largest it ever saw: one is a fraction of the
+    /// work of finding it again.
+    fn forget(&mut self) {
         self.found.clear();
-        self.found.resize(joins, false);
-        if self.lists.len() < joins {
-            self.lists.resize_with(joins, Vec::new);
-        }
-    }
-
-    /// Lets go of large lists (a join of two common parts holds hundreds of
-    /// thousands of titles), so that a scorer thread does not keep the largest
-    /// it ever saw: one is a fraction of the work of finding it again.
-    fn shrink(&mut self) {
         for list in &mut self.lists {
             if list.capacity() > KEPT_JOIN_TITLES {
                 *list = Vec::new();
@@ -334,8 +329,15 @@ impl JoinTitles {
         }
     }
 
-    /// Join `j`'s titles, found by `find` (which appends them) the first time.
+    /// Join `j`'s titles, found by `find` (which appends them) the first time
+    /// since the last [`forget`](Self::forget).
     fn titles(&mut self, j: usize, find: impl FnOnce(&mut Vec<(u32, f32)>)) -> &[(u32, f32)] {
+        if self.found.len() <= j {
+            self.found.resize(j + 1, false);
+        }
+        if self.lists.len() <= j {
+            self.lists.resize_with(j + 1, Vec::new);
+        }
         let list = &mut self.lists[j];
         if !std::mem::replace(&mut self.found[j], true) {
             list.clear();
@@ -455,7 +457,6 @@ pub(super) fn word_sets(
 ) -> WordSets {
     let m = matches.m;
     scratch.prepare(m, index.slot_count());
-    scratch.joined.reset(matches.joins.len());
     let per = scratch.words_per_set;
     let mut parts = PartPositions::default();
     let mut df = Vec::with_capacity(m);
