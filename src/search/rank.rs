@@ -524,6 +524,35 @@ mod tests {
     }
 
     #[test]
+    fn a_query_with_joins_ranks_alike_after_other_queries_on_the_same_thread() {
+        // A thread keeps its ranking buffers, a join's titles among them: each
+        // ranking must find its own (`arcadegames`, `processpool` and `typescript`
+        // each cut in two, in different join slots).
+        let index = std::sync::Arc::new(corpus(COMPOUND_TITLES));
+        let queries = [
+            "arcadegames",
+            "processpool implementation",
+            "typescript predicate",
+        ];
+        let fresh: Vec<Vec<ScoredRow>> = queries
+            .iter()
+            .map(|&q| {
+                let index = index.clone();
+                let q = normalize(q);
+                std::thread::spawn(move || rank(&index, &q, 50).rows)
+                    .join()
+                    .unwrap()
+            })
+            .collect();
+        assert!(fresh.iter().all(|rows| !rows.is_empty()));
+        for round in 0..2 {
+            for (q, want) in queries.iter().zip(&fresh) {
+                assert_eq!(&rank(&index, &normalize(q), 50).rows, want, "{q} {round}");
+            }
+        }
+    }
+
+    #[test]
     fn a_joined_or_split_title_still_scores_at_most_100() {
         let index = corpus(&["frame work", "framework", "frame", "work frame"]);
         let result = rank(&index, "frame work", 50);
