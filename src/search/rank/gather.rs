@@ -11,7 +11,6 @@ use super::compound::{join_cuts, split_hits, PartPositions};
 use super::index::RankIndex;
 use super::lookup::{lookup, QueryWord, WordHit};
 use super::score::weight;
-use super::select::AHEAD;
 
 /// One looked-up word: a query word, two adjacent query words joined (a split),
 /// or one part of a query word cut in two (a join).
@@ -395,18 +394,8 @@ fn visit_join(
                 .for_each(|&t| marks.unset(t));
         }
     }
-    // The words of the titles are read a few titles after they were asked
-    // of the memory (see `select::AHEAD`).
-    for &t in checked.iter().take(AHEAD) {
-        index.prefetch_word_bounds(t);
-    }
     for (k, &t) in checked.iter().enumerate() {
-        if let Some(&far) = checked.get(k + AHEAD) {
-            index.prefetch_word_bounds(far);
-        }
-        if let Some(&near) = checked.get(k + AHEAD / 2) {
-            index.prefetch_words(near);
-        }
+        index.prefetch_words_ahead(&checked, k, |&t| t);
         matches.find_parts_in_words(index.words(t), join, parts);
         let mut top = 0.0f32;
         parts.best_pairs(join.head_len, join.tail_len, |_, _, q| top = top.max(q));

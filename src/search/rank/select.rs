@@ -192,11 +192,6 @@ fn score_candidates(
     top
 }
 
-/// How many candidates ahead of the one being scored its words' bounds are
-/// prefetched (its words themselves half as far ahead): a title's scoring is
-/// about as long as a cache miss.
-pub(super) const AHEAD: usize = 8;
-
 /// Candidates [`score_candidates`] sorts and scores at a time once its seed rows
 /// are scored (unit tests run with short runs, so that small corpora take
 /// several).
@@ -280,24 +275,15 @@ impl TitleScorer<'_> {
 
     /// Scores and offers `candidates` to `top` in order while `go` allows (given
     /// the next one and `top`); false when it stopped one. Each title's words
-    /// are asked of the memory [`AHEAD`] titles before they are read.
+    /// are asked of the memory a few titles before they are read.
     fn offer_all(
         &mut self,
         candidates: &[Bounded],
         top: &mut TopRows,
         go: impl Fn(&Bounded, &TopRows) -> bool,
     ) -> bool {
-        let index = self.index;
-        for c in candidates.iter().take(AHEAD) {
-            index.prefetch_word_bounds(c.t);
-        }
         for (i, c) in candidates.iter().enumerate() {
-            if let Some(far) = candidates.get(i + AHEAD) {
-                index.prefetch_word_bounds(far.t);
-            }
-            if let Some(near) = candidates.get(i + AHEAD / 2) {
-                index.prefetch_words(near.t);
-            }
+            self.index.prefetch_words_ahead(candidates, i, |c| c.t);
             if !go(c, top) {
                 return false;
             }
