@@ -239,9 +239,10 @@ impl<T: Copy, const BITS: u32> ChunkedLists<T, BITS> {
     #[inline]
     pub fn prefetch_items(&self, i: usize) {
         let (c, k) = locate::<BITS>(i);
-        if let Some(start) = self.chunks.get(c).and_then(|chunk| chunk.starts.get(k)) {
-            let chunk = &self.chunks[c];
-            prefetch(chunk.items.as_ptr().wrapping_add(*start as usize));
+        if let Some(chunk) = self.chunks.get(c) {
+            if let Some(&start) = chunk.starts.get(k) {
+                prefetch(chunk.items.as_ptr().wrapping_add(start as usize));
+            }
         }
     }
 

@@ -526,8 +526,9 @@ mod tests {
     #[test]
     fn a_query_with_joins_ranks_alike_after_other_queries_on_the_same_thread() {
         // A thread keeps its ranking buffers, a join's titles among them: each
-        // ranking must find its own (`arcadegames`, `processpool` and `typescript`
-        // each cut in two, in different join slots).
+        // ranking must find its own. `arcadegames` and `processpool` are each
+        // cut in two, both in the query's first join; `typescript` is a word of
+        // its own, no join.
         let index = std::sync::Arc::new(corpus(COMPOUND_TITLES));
         let queries = [
             "arcadegames",

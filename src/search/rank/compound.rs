@@ -55,28 +55,23 @@ pub(super) const SPLIT_TYPO_BUDGET: usize = 1;
 
 /// The lexicon words that two adjacent query words, `first` and `second`, match
 /// when joined into one, within [`SPLIT_TYPO_BUDGET`] (whole word) or exactly
-/// (as the head of a longer word, when `second` is unfinished). A hit whose edits reach the length of the shorter part
-/// is left out: it would be the longer part alone under a typo (`a json` →
-/// `ajson` is one edit from `json`), which the plain lookup already counts.
+/// (as the head of a longer word, when `second` is unfinished). A hit whose
+/// edits reach the length of the shorter part is left out: it would be the
+/// longer part alone under a typo (`a json` → `ajson` is one edit from `json`),
+/// which the plain lookup already counts.
 pub(super) fn split_hits(lexicon: &Lexicon, first: &QueryWord, second: &QueryWord) -> Vec<WordHit> {
     let joined = QueryWord {
         chars: first.chars.iter().chain(&second.chars).copied().collect(),
         prefix: second.prefix,
     };
     let shorter = first.chars.len().min(second.chars.len());
-    let len = joined.chars.len() as f32;
-    let mut hits = Vec::new();
     let n = joined.chars.len();
-    lookup_within(
-        lexicon,
-        &joined,
-        typo_budget(n).min(SPLIT_TYPO_BUDGET),
-        0,
-        &mut hits,
-    );
+    let budget = typo_budget(n).min(SPLIT_TYPO_BUDGET);
+    let mut hits = Vec::new();
+    lookup_within(lexicon, &joined, budget, 0, &mut hits);
     hits.retain(|h| usize::from(h.edits) < shorter);
     for h in &mut hits {
-        h.quality = (h.quality - SPLIT_EXTRA_TYPO_COST * f32::from(h.edits) / len) * SPLIT;
+        h.quality = (h.quality - SPLIT_EXTRA_TYPO_COST * f32::from(h.edits) / n as f32) * SPLIT;
     }
     hits
 }

@@ -171,10 +171,11 @@ fn score_candidates(
     // are scored), the best `RUN` are taken (linear time), sorted and scored, and
     // the others filtered by the threshold they left: the titles scored, and
     // their order, are those of one sort.
+    let threshold = top.threshold();
     let mut rest: Vec<Bounded> = bounded[seed..]
         .iter()
         .copied()
-        .filter(|c| c.bound >= top.threshold())
+        .filter(|c| c.bound >= threshold)
         .collect();
     while !rest.is_empty() {
         let run = RUN.min(rest.len());
