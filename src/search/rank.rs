@@ -39,6 +39,8 @@ mod lexicon;
 mod lookup;
 mod patch;
 mod postings;
+#[cfg(test)]
+mod reference;
 mod score;
 mod select;
 
@@ -200,6 +202,8 @@ mod tests {
     use super::*;
     use crate::search::normalize::normalize;
     use crate::search::testing::{demo_titles, Lcg, NEAR_QUERIES, NEAR_WORDS};
+    use reference::Reference;
+    use std::collections::HashMap;
 
     fn corpus(titles: &[&str]) -> RankIndex {
         RankIndex::build(titles.iter().enumerate().map(|(i, t)| (i as i64 + 1, *t)))
@@ -372,20 +376,74 @@ mod tests {
         pruned_rows_equal_the_full_ranking(&titles, NEAR_QUERIES, &[1, 7, 50]);
     }
 
-    /// For each of `queries`, over an index of `titles`: the rows `rank` keeps at
-    /// each of `limits` are the head of the full ranking, with the same total.
+    /// For each of `queries`, over an index of `titles` (pages 0, 1, 2, …): the
+    /// rows `rank` keeps at each of `limits` are the head of the reference
+    /// ranking (see [`assert_ranks_as_the_reference`]).
     fn pruned_rows_equal_the_full_ranking(titles: &[String], queries: &[&str], limits: &[usize]) {
         let index = RankIndex::numbered(titles.iter().map(String::as_str));
+        let reference = numbered_reference(titles);
         for &query in queries {
-            let full = rank(&index, query, usize::MAX);
-            assert_eq!(full.rows.len(), full.total);
-            for &limit in limits {
-                let pruned = rank(&index, query, limit);
-                assert_eq!(pruned.total, full.total, "{query}");
-                let n = limit.min(full.rows.len());
-                assert_eq!(pruned.rows[..], full.rows[..n], "{query} limit {limit}");
-            }
+            assert_ranks_as_the_reference(&index, &reference, query, limits);
         }
+    }
+
+    fn numbered_reference(titles: &[String]) -> Reference {
+        Reference::new(
+            titles
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i as i64, t.as_str())),
+        )
+    }
+
+    /// Asserts that `rank(index, query, limit)` is the head of the reference
+    /// ranking of the same corpus (`reference`), for each of `limits` and
+    /// unbounded: the same total, document frequencies and weights; rows in
+    /// rank order, as many as the limit allows; each row's raw score and word
+    /// count the reference's for that page, and the `k`-th row's raw score the
+    /// reference's `k`-th (raw scores equal up to `reference::EPSILON`, so that
+    /// titles whose scores tie up to float rounding may come in either order).
+    /// Returns how many limits cut the rows short.
+    fn assert_ranks_as_the_reference(
+        index: &RankIndex,
+        reference: &Reference,
+        query: &str,
+        limits: &[usize],
+    ) -> usize {
+        let want = reference.rank(query);
+        let by_page: HashMap<i64, &reference::RefRow> =
+            want.rows.iter().map(|r| (r.page_id, r)).collect();
+        let close = |a: f32, b: f32| (a - b).abs() <= reference::EPSILON;
+        let mut cut = 0;
+        for &limit in limits.iter().chain([&usize::MAX]) {
+            let got = rank(index, query, limit);
+            let context = format!("{query:?} limit {limit}");
+            assert_eq!(got.total, want.rows.len(), "{context}");
+            assert_eq!(got.truncated, got.total > got.rows.len(), "{context}");
+            if got.total > 0 {
+                assert_eq!(got.df, want.df, "{context}");
+                assert_eq!(got.weights, want.weights, "{context}");
+            }
+            assert_eq!(got.rows.len(), limit.min(want.rows.len()), "{context}");
+            let in_order = got
+                .rows
+                .windows(2)
+                .all(|w| select::Ranked::of(&w[0]) < select::Ranked::of(&w[1]));
+            assert!(in_order, "{context}: {:?}", got.rows);
+            for (k, row) in got.rows.iter().enumerate() {
+                let expected = by_page
+                    .get(&row.page_id)
+                    .unwrap_or_else(|| panic!("{context}: page {} matches nothing", row.page_id));
+                assert!(
+                    close(row.raw, expected.raw) && close(row.raw, want.rows[k].raw),
+                    "{context}: row {k} {row:?}, the reference has {expected:?} and {:?} {k}th",
+                    want.rows[k]
+                );
+                assert_eq!(row.title_words, expected.title_words, "{context}");
+            }
+            cut += usize::from(want.rows.len() > limit);
+        }
+        cut
     }
 
     #[test]
@@ -573,18 +631,20 @@ mod tests {
     /// Queries made from the bundled demo corpus (real Debian titles) the way
     /// the relevance sets make theirs: two or three words of a title, in order
     /// or reordered, the last one unfinished, one with a typo, with common
-    /// words added. Every 113th title gives one, the five shapes taken in turn
-    /// (about 560 queries, 110 of each shape: every shape meets hundreds of
-    /// titles, and the test stays well under a minute in a debug build).
+    /// words added. Every 227th title gives one, the five shapes taken in turn
+    /// (about 280 queries, 56 of each shape: every shape meets hundreds of
+    /// titles, and the reference of each, about 0.1 s in a debug build, keeps
+    /// the test under a minute).
     fn demo_queries(titles: &[String]) -> Vec<String> {
+        const STEP: usize = 227;
         let mut queries = Vec::new();
-        for (n, title) in titles.iter().enumerate().step_by(113) {
+        for (n, title) in titles.iter().enumerate().step_by(STEP) {
             let words: Vec<&str> = title.split_whitespace().collect();
             if words.len() < 2 {
                 continue;
             }
             let (a, b) = (words[0], words[1]);
-            let query = match (n / 113) % 5 {
+            let query = match (n / STEP) % 5 {
                 0 => format!("{a} {b}"),
                 1 => format!("{} {a}", words[words.len() - 1]),
                 2 => format!("{a} {}", b.chars().take(4).collect::<String>()),
@@ -609,35 +669,123 @@ mod tests {
     }
 
     #[test]
-    fn on_the_demo_corpus_the_top_rows_equal_the_head_of_scoring_every_title() {
-        // The reference: `limit` unbounded scores every matching title (no word
-        // left out of the candidates, no bound-based skipping) and sorts them.
+    fn on_the_demo_corpus_the_top_rows_equal_the_head_of_the_reference() {
+        // The reference (`reference`) scores every title from the rules'
+        // definitions, with none of the lexicon walk, postings, bounds or
+        // pruning `rank` takes its rows with.
         let titles = demo_titles(usize::MAX);
         assert!(titles.len() > 5_000, "{}", titles.len());
         let index = RankIndex::numbered(titles.iter().map(String::as_str));
+        let reference = numbered_reference(&titles);
         let queries = demo_queries(&titles);
         assert!(queries.len() > 100, "{}", queries.len());
         let mut pruned_something = 0;
         for query in &queries {
-            let full = rank(&index, query, usize::MAX);
-            assert_eq!(full.rows.len(), full.total, "{query:?}");
-            assert!(
-                full.rows.windows(2).all(|w| w[0].score >= w[1].score),
-                "{query:?}"
-            );
-            for limit in [1, 10, 50] {
-                let top = rank(&index, query, limit);
-                assert_eq!(
-                    (top.total, top.truncated),
-                    (full.total, full.total > limit.min(full.total)),
-                    "{query:?} limit {limit}"
-                );
-                let n = limit.min(full.rows.len());
-                assert_eq!(top.rows[..], full.rows[..n], "{query:?} limit {limit}");
-                pruned_something += usize::from(full.total > limit);
-            }
+            pruned_something +=
+                assert_ranks_as_the_reference(&index, &reference, query, &[1, 10, 50]);
         }
         // The pruning paths were taken, not only the trivial ones.
         assert!(pruned_something > queries.len(), "{pruned_something}");
+    }
+
+    #[test]
+    fn after_writes_the_top_rows_equal_the_head_of_the_reference_over_the_live_titles() {
+        // Pages created, retitled and archived in turn: the index's postings,
+        // lexicon and title lengths follow every write, and the weights count
+        // live titles only.
+        let vocab = [
+            NEAR_WORDS,
+            &["framework", "frame", "work", "into", "in", "to"],
+        ]
+        .concat();
+        let mut rng = Lcg(0x0dd_ba11);
+        let mut index = RankIndex::build(std::iter::empty());
+        let mut live: HashMap<i64, String> = HashMap::new();
+        for n in 0..2500i64 {
+            let (page, title) = match rng.below(6) {
+                0 if n > 0 => (rng.below(n as usize) as i64, None),
+                1 if n > 0 => (rng.below(n as usize) as i64, Some(())),
+                _ => (n, Some(())),
+            };
+            match title {
+                Some(()) => {
+                    let words = 1 + rng.below(6);
+                    let title = rng.words(&vocab, words);
+                    index.upsert(page, &title);
+                    live.insert(page, title);
+                }
+                None => {
+                    index.remove(page);
+                    live.remove(&page);
+                }
+            }
+        }
+        let reference = Reference::new(live.iter().map(|(&p, t)| (p, t.as_str())));
+        let mut pruned = 0;
+        for query in
+            NEAR_QUERIES
+                .iter()
+                .chain(&["frame work", "intoo the", "jsonparser", "framewrok"])
+        {
+            pruned += assert_ranks_as_the_reference(&index, &reference, query, &[1, 5, 50]);
+        }
+        assert!(pruned > 10, "{pruned}");
+    }
+
+    #[test]
+    fn titles_written_together_or_apart_rank_as_the_reference_ranks_them() {
+        // Words that are parts of others (`frame` + `work`, `code` + `mirror`),
+        // in random titles; queries join, split, misspell and cut them short, so
+        // that splits, joins and prefix tails meet typos and common words.
+        const VOCAB: &[&str] = &[
+            "frame",
+            "work",
+            "framework",
+            "code",
+            "mirror",
+            "codemirror",
+            "in",
+            "to",
+            "into",
+            "type",
+            "script",
+            "typescript",
+            "for",
+            "the",
+            "a",
+            "lint",
+            "jsonlint",
+            "json",
+        ];
+        let mut rng = Lcg(0x5b11_7ed5);
+        let titles: Vec<String> = (0..3000)
+            .map(|_| {
+                let n = 1 + rng.below(6);
+                rng.words(VOCAB, n)
+            })
+            .collect();
+        let queries = [
+            "frame work",
+            "framework",
+            "framewrok",
+            "frame wo",
+            "codemirror for",
+            "code mirro",
+            "intothe",
+            "into the",
+            "in to",
+            "typescriptlint",
+            "type scrip",
+            "jsonlint the",
+            "json lint",
+            "jsonli",
+            "fram ework",
+            "the codemirr",
+            "lint for the a",
+            "scripttype",
+            "workframe",
+            "a json",
+        ];
+        pruned_rows_equal_the_full_ranking(&titles, &queries, &[1, 3, 20]);
     }
 }

@@ -63,7 +63,7 @@ const SLOT_BITS: u32 = if cfg!(test) { 3 } else { 12 };
 const TITLE_BITS: u32 = if cfg!(test) { 2 } else { 10 };
 
 /// The folded words of a raw title, in order (`normalize`, then accent folding).
-fn title_words(raw: &str) -> Vec<Vec<char>> {
+pub(super) fn title_words(raw: &str) -> Vec<Vec<char>> {
     fold(&normalize(raw))
         .split(' ')
         .filter(|w| !w.is_empty())

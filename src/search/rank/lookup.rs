@@ -69,7 +69,7 @@ pub(super) struct WordHit {
     pub edits: u8,
 }
 
-fn full_quality(edits: usize, len: usize) -> f32 {
+pub(super) fn full_quality(edits: usize, len: usize) -> f32 {
     1.0 - TYPO_COST * edits as f32 / len as f32
 }
 
