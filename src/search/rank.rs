@@ -7,7 +7,7 @@
 //!    Greek marks dropped, other scripts' marks kept) and split into words.
 //! 2. Each query word is compared once with each distinct corpus word of plausible
 //!    length (`lookup`): OSA distance (a swap of two adjacent letters is one edit)
-//!    within a budget that grows with word length (0 edits up to 2 chars, 1 up to 5,
+//!    within a budget that grows with word length (0 edits up to 2 chars, 1 up to 6,
 //!    2 beyond); the last query word also matches words it is a prefix of (with
 //!    a smaller budget). Words written together on one side and apart on the
 //!    other match too (`compound`): two adjacent query words joined are looked up
@@ -119,7 +119,7 @@ const MAX_QUERY_WORDS: usize = 32;
 ///
 /// A title **matches** when at least one of its words matches at least one query
 /// word: the same word after folding, a word within the query word's typo budget
-/// (OSA edits: 0 for words of 1–2 chars, 1 for 3–5, 2 for longer), or, for the
+/// (OSA edits: 0 for words of 1–2 chars, 1 for 3–6, 2 for longer), or, for the
 /// last query word (2 chars or more, possibly unfinished), a longer word whose
 /// beginning is within the prefix budget (0 edits up to 4 chars, 1 for 5–8, 2 for
 /// longer). Two adjacent query words also match one title word as if typed
