@@ -60,14 +60,28 @@ struct Cut {
 }
 
 /// One way a run of query words `start..end` matches in a title (see
-/// `score::Unit`).
+/// `score::Unit`), with the quality of the match.
 #[derive(Debug, Clone, Copy)]
 struct Unit {
     start: usize,
     end: usize,
     first: u32,
     last: u32,
-    gain: f32,
+    quality: f32,
+}
+
+impl Unit {
+    /// Its part of the score given the query words' `weights`: their weights
+    /// times the quality, and a split's (two query words in one title word)
+    /// built-in adjacency credit.
+    fn gain(&self, weights: &[f32]) -> f32 {
+        let split = if self.end - self.start == 2 {
+            ADJACENT
+        } else {
+            0.0
+        };
+        MATCH_WEIGHT * weights[self.start..self.end].iter().sum::<f32>() * self.quality + split
+    }
 }
 
 impl Reference {
@@ -117,37 +131,39 @@ impl Reference {
             .map(|w| Row::of(w, &query, &joined, &cuts))
             .collect();
 
-        // Which query words reach each title, hence the weights.
-        let reached: Vec<u32> = self
+        // The matching titles: which query words reach each, and how (hence
+        // the weights, which the matches' gains need).
+        let matching: Vec<(i64, &[u32], u32, Vec<Unit>)> = self
             .titles
             .iter()
-            .map(|(_, t)| {
-                if t.iter().any(|&w| rows[w as usize].is_some()) {
-                    units(t, &rows, &cuts, None, m).0
-                } else {
-                    0
-                }
+            .filter(|(_, t)| t.iter().any(|&w| rows[w as usize].is_some()))
+            .map(|(page, t)| {
+                let (bits, units) = units(t, &rows, &cuts);
+                (*page, &t[..], bits, units)
             })
+            .filter(|&(_, _, bits, _)| bits != 0)
             .collect();
         let df: Vec<usize> = (0..m)
-            .map(|i| reached.iter().filter(|&&r| r >> i & 1 == 1).count())
+            .map(|i| {
+                matching
+                    .iter()
+                    .filter(|(_, _, bits, _)| bits >> i & 1 == 1)
+                    .count()
+            })
             .collect();
         let weights: Vec<f32> = df.iter().map(|&d| weight(d, self.titles.len())).collect();
 
-        let mut out: Vec<RefRow> = Vec::new();
-        for ((page, title), &bits) in self.titles.iter().zip(&reached) {
-            if bits == 0 {
-                continue;
-            }
-            let (_, units) = units(title, &rows, &cuts, Some(&weights), m);
-            let len = title.len().min(255) as u32;
-            let raw = best_chain(&units, m) + coverage(len, bits.count_ones());
-            out.push(RefRow {
-                page_id: *page,
-                raw,
-                title_words: title.len() as u32,
-            });
-        }
+        let mut out: Vec<RefRow> = matching
+            .iter()
+            .map(|(page, title, bits, units)| {
+                let len = title.len().min(255) as u32;
+                RefRow {
+                    page_id: *page,
+                    raw: best_chain(units, &weights) + coverage(len, bits.count_ones()),
+                    title_words: title.len() as u32,
+                }
+            })
+            .collect();
         out.sort_by(|a, b| {
             b.raw
                 .total_cmp(&a.raw)
@@ -283,16 +299,9 @@ fn split_quality(joined: &[char], shorter: usize, last: bool, word: &[char]) -> 
     whole.unwrap_or(0.0).max(head.unwrap_or(0.0))
 }
 
-/// The bits of the query words that reach `title` (its word ids) and, given
-/// the `weights`, every unit of it, sorted by start.
-fn units(
-    title: &[u32],
-    rows: &[Option<Row>],
-    cuts: &[Cut],
-    weights: Option<&[f32]>,
-    m: usize,
-) -> (u32, Vec<Unit>) {
-    let w = |i: usize| weights.map_or(1.0, |w| w[i]);
+/// The bits of the query words that reach `title` (its word ids), and every
+/// unit of it, sorted by start.
+fn units(title: &[u32], rows: &[Option<Row>], cuts: &[Cut]) -> (u32, Vec<Unit>) {
     let mut bits = 0u32;
     let mut units = Vec::new();
     for (p, &id) in title.iter().enumerate() {
@@ -303,15 +312,13 @@ fn units(
         for (i, &q) in row.own.iter().enumerate() {
             if q > 0.0 {
                 bits |= 1 << i;
-                let gain = MATCH_WEIGHT * w(i) * q;
-                units.push(unit(i, i + 1, p, p, gain));
+                units.push(unit(i, i + 1, p, p, q));
             }
         }
         for (i, &q) in row.split.iter().enumerate() {
             if q > 0.0 {
                 bits |= 0b11 << i;
-                let gain = MATCH_WEIGHT * (w(i) + w(i + 1)) * q + ADJACENT;
-                units.push(unit(i, i + 2, p, p, gain));
+                units.push(unit(i, i + 2, p, p, q));
             }
         }
     }
@@ -332,49 +339,47 @@ fn units(
             }
             if let Some((t, q)) = best {
                 bits |= 1 << cut.word;
-                let gain = MATCH_WEIGHT * w(cut.word) * q;
-                units.push(unit(cut.word, cut.word + 1, h as u32, t as u32, gain));
+                units.push(unit(cut.word, cut.word + 1, h as u32, t as u32, q));
             }
         }
     }
-    debug_assert!(m <= 32);
     units.sort_by_key(|u| u.start);
     (bits, units)
 }
 
-fn unit(start: usize, end: usize, first: u32, last: u32, gain: f32) -> Unit {
+fn unit(start: usize, end: usize, first: u32, last: u32, quality: f32) -> Unit {
     Unit {
         start,
         end,
         first,
         last,
-        gain,
+        quality,
     }
 }
 
 /// The best total over every choice of non-overlapping units taken left to
 /// right along the query (each query word skipped or covered by one unit
 /// starting there), a unit that starts where the previous one ended earning
-/// the proximity credit of their title positions.
-fn best_chain(units: &[Unit], m: usize) -> f32 {
+/// the proximity credit of their title positions; a query word per weight.
+fn best_chain(units: &[Unit], weights: &[f32]) -> f32 {
     let mut memo = HashMap::new();
-    best_from(units, m, 0, None, &mut memo)
+    best_from(units, weights, 0, None, &mut memo)
 }
 
 fn best_from(
     units: &[Unit],
-    m: usize,
+    weights: &[f32],
     b: usize,
     prev: Option<usize>,
     memo: &mut HashMap<(usize, Option<usize>), f32>,
 ) -> f32 {
-    if b >= m {
+    if b >= weights.len() {
         return 0.0;
     }
     if let Some(&v) = memo.get(&(b, prev)) {
         return v;
     }
-    let mut best = best_from(units, m, b + 1, None, memo);
+    let mut best = best_from(units, weights, b + 1, None, memo);
     for (k, u) in units.iter().enumerate().filter(|(_, u)| u.start == b) {
         let credit = prev.map_or(0.0, |p| {
             let (prev, next) = (units[p].last, u.first);
@@ -388,7 +393,7 @@ fn best_from(
                 0.0
             }
         });
-        let total = credit + u.gain + best_from(units, m, u.end, Some(k), memo);
+        let total = credit + u.gain(weights) + best_from(units, weights, u.end, Some(k), memo);
         best = best.max(total);
     }
     memo.insert((b, prev), best);
