@@ -222,6 +222,7 @@ impl ScorerPool {
 /// A scoring is throughput work (milliseconds of CPU), while the gates' answers —
 /// a hit, a 429, the 503 of a busy slot — must be immediate. At nice 10 a scorer
 /// gets about a tenth of a core that a gate thread also wants (CFS weights 110
-/// against 1024), and all of an idle one, so a 503 rarely waits behind a scoring
-/// for the CPU (a weighting: it may still wait a scheduler slice).
+/// against 1024), and all of an idle one; and it asks for a long scheduler slice
+/// (`thread_priority::BACKGROUND_SLICE_NS`), so that on Linux 6.12+ a gate thread
+/// that wakes takes the core at once instead of after the scorer's slice.
 pub const SCORER_NICE: i32 = 10;
