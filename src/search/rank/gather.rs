@@ -186,7 +186,15 @@ pub(super) struct Scratch {
     /// One bit set per query word (`words_per_set` u64s each): the titles it
     /// matches, through any of its matches.
     sets: Vec<u64>,
+    /// Laid out as `sets`: the titles each query word reaches with quality
+    /// 1.0 on their own (the word itself, or a join found exactly; not a
+    /// split, which two query words share).
+    exact: Vec<u64>,
     words_per_set: usize,
+    /// A bit per slot (`words_per_set` u64s) when the ranking restricts its
+    /// candidates to the titles holding every required query word (see
+    /// [`Scratch::restrict_to`]); empty otherwise.
+    mask: Vec<u64>,
     /// Titles with a tally, in the order first reached.
     pub touched: Vec<u32>,
     reached: Vec<u32>,
@@ -220,6 +228,9 @@ impl Scratch {
         self.words_per_set = slots.div_ceil(64);
         self.sets.clear();
         self.sets.resize(m * self.words_per_set, 0);
+        self.exact.clear();
+        self.exact.resize(m * self.words_per_set, 0);
+        self.mask.clear();
     }
 
     /// Grows the per-slot buffers to `slots` (and the sets to three query
@@ -227,6 +238,45 @@ impl Scratch {
     pub fn reserve(&mut self, slots: usize) {
         self.prepare(3, slots);
         self.release();
+    }
+
+    /// Restricts the candidates of the next [`accumulate`]s to the titles
+    /// that reach every query word of `required` (a bit set of query words;
+    /// nothing is restricted when it is empty).
+    pub fn restrict_to(&mut self, required: u32) {
+        self.mask.clear();
+        if required == 0 {
+            return;
+        }
+        let per = self.words_per_set;
+        self.mask.resize(per, u64::MAX);
+        for i in (0..32).filter(|i| required >> i & 1 == 1) {
+            let set = &self.sets[i * per..(i + 1) * per];
+            for (m, &w) in self.mask.iter_mut().zip(set) {
+                *m &= w;
+            }
+        }
+    }
+
+    /// How many titles reach every query word of `words` (a bit set) with
+    /// quality 1.0 on their own (see `exact`).
+    pub fn exact_in_all(&self, words: u32) -> usize {
+        let per = self.words_per_set;
+        let chosen: Vec<&[u64]> = (0..32)
+            .filter(|i| words >> i & 1 == 1)
+            .map(|i| &self.exact[i * per..(i + 1) * per])
+            .collect();
+        if chosen.is_empty() {
+            return 0;
+        }
+        (0..per)
+            .map(|k| {
+                chosen
+                    .iter()
+                    .fold(u64::MAX, |acc, set| acc & set[k])
+                    .count_ones() as usize
+            })
+            .sum()
     }
 
     /// Whether title `t` is in query word `i`'s set.
@@ -246,6 +296,7 @@ impl Scratch {
     /// Ends a ranking's use of the buffers (they are clean again).
     pub fn release(&mut self) {
         self.clear_tallies();
+        self.mask.clear();
         self.joined.forget();
         self.in_use = false;
     }
@@ -261,9 +312,10 @@ pub(super) struct WordSets {
     pub total: usize,
 }
 
-/// Calls `visit(t, quality)` for every title `t` that query word `i` reaches
-/// through its own column, a split with a neighbour, or one of its joins (a
-/// title may come more than once).
+/// Calls `visit(t, quality, alone)` for every title `t` that query word `i`
+/// reaches through its own column, a split with a neighbour, or one of its
+/// joins (a title may come more than once); `alone` is false for a split,
+/// whose match also takes the neighbour's place.
 fn reach(
     index: &RankIndex,
     matches: &WordMatches,
@@ -271,7 +323,7 @@ fn reach(
     parts: &mut PartPositions,
     marks: &mut Marks,
     joined: &mut JoinTitles,
-    mut visit: impl FnMut(u32, f32),
+    mut visit: impl FnMut(u32, f32, bool),
 ) {
     let m = matches.m;
     let cols = [
@@ -279,11 +331,12 @@ fn reach(
         i.checked_sub(1).map(|j| matches.split_col(j)),
         (i + 1 < m).then(|| matches.split_col(i)),
     ];
-    for c in cols.into_iter().flatten() {
+    for (k, c) in cols.into_iter().enumerate() {
+        let Some(c) = c else { continue };
         for h in &matches.columns[c].hits {
             for block in index.postings(h.word) {
                 for &t in block {
-                    visit(t, h.quality);
+                    visit(t, h.quality, k == 0);
                 }
             }
         }
@@ -295,7 +348,7 @@ fn reach(
                     found.push((t, q))
                 })
             }) {
-                visit(t, q);
+                visit(t, q, true);
             }
         }
     }
@@ -451,10 +504,23 @@ pub(super) fn word_sets(
     let mut df = Vec::with_capacity(m);
     for i in 0..m {
         let set = &mut scratch.sets[i * per..(i + 1) * per];
+        let exact = &mut scratch.exact[i * per..(i + 1) * per];
         let (marks, joined) = (&mut scratch.marks, &mut scratch.joined);
-        reach(index, matches, i, &mut parts, marks, joined, |t, _| {
-            set[t as usize >> 6] |= 1u64 << (t & 63);
-        });
+        reach(
+            index,
+            matches,
+            i,
+            &mut parts,
+            marks,
+            joined,
+            |t, q, alone| {
+                let (k, bit) = (t as usize >> 6, 1u64 << (t & 63));
+                set[k] |= bit;
+                if alone && q >= 1.0 {
+                    exact[k] |= bit;
+                }
+            },
+        );
         df.push(set.iter().map(|w| w.count_ones() as usize).sum());
     }
     let total = (0..per)
@@ -490,11 +556,16 @@ pub(super) fn accumulate(
         reached,
         marks,
         joined,
+        mask,
         ..
     } = scratch;
+    let mask: &[u64] = mask;
     for &i in words {
         reached.clear();
-        reach(index, matches, i, &mut parts, marks, joined, |t, q| {
+        reach(index, matches, i, &mut parts, marks, joined, |t, q, _| {
+            if !mask.is_empty() && mask[t as usize >> 6] >> (t & 63) & 1 == 0 {
+                return;
+            }
             let b = &mut best[t as usize];
             if *b < q {
                 if *b == 0.0 {

@@ -76,7 +76,9 @@ impl Eq for Ranked {}
 /// a title into the rows on their own, so only titles that match another word
 /// are candidates: `for` (in 460,000 of a million titles) is then only looked
 /// up in the candidates' word sets, not walked. Every title is scored when no
-/// word can be left out that way (or `limit` is unbounded).
+/// word can be left out that way (or `limit` is unbounded). Before any of
+/// that, titles that lack a required word (see [`required_words`]) are no
+/// candidates at all.
 pub(super) fn top_rows(
     index: &RankIndex,
     matches: &WordMatches,
@@ -91,6 +93,7 @@ pub(super) fn top_rows(
     let m = matches.m;
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|&a, &b| sets.weights[b].total_cmp(&sets.weights[a]).then(a.cmp(&b)));
+    scratch.restrict_to(required_words(sets, scratch, &order, limit));
     let (mut first, mut reach) = (0, 0usize);
     while first < m && reach < limit {
         reach = reach.saturating_add(sets.df[order[first]]);
@@ -117,6 +120,44 @@ pub(super) fn top_rows(
     };
     scratch.release();
     top.heap.into_sorted_vec()
+}
+
+/// Query words (a bit set) that every title of the top `limit` rows reaches,
+/// so that only titles reaching all of them need be candidates; 0 when none
+/// is known to be.
+///
+/// Take the heaviest query words that at least `limit` titles all hold
+/// exactly (as many as can be taken, heaviest first): each such title scores
+/// at least those words' weights together (proximity and coverage only add),
+/// so the `limit`-th row scores that much too. A query word is required when
+/// a title without it cannot reach that even with every other word found
+/// exactly, side by side, and nothing else in the title
+/// ([`score::upper_bound`]). `for the …` at 1.1M titles: `for` and `the` are
+/// both required, so the candidates are the titles holding both rather than
+/// every title of `the` and its typos (148,000). Costs a pass over the
+/// query words' bit sets per word taken.
+fn required_words(sets: &WordSets, scratch: &Scratch, order: &[usize], limit: usize) -> u32 {
+    let bits = |words: &[usize]| words.iter().fold(0u32, |acc, &i| acc | 1 << i);
+    let in_bits = |words: u32| (0..sets.weights.len()).filter(move |i| words >> i & 1 == 1);
+    let weight = |words: u32| -> f32 { in_bits(words).map(|i| sets.weights[i]).sum() };
+    let live: Vec<usize> = order.iter().copied().filter(|&i| sets.df[i] > 0).collect();
+    let Some(held) = (1..=live.len())
+        .rev()
+        .map(|k| bits(&live[..k]))
+        .find(|&held| scratch.exact_in_all(held) >= limit)
+    else {
+        return 0;
+    };
+    // Coverage adds at least COVERAGE / 256 (lengths saturate at 255), far
+    // more than the rounding of a sum in another order.
+    let floor = score::MATCH_WEIGHT * weight(held);
+    let all = bits(&live);
+    in_bits(held)
+        .filter(|j| {
+            let without = all & !(1 << j);
+            score::upper_bound(weight(without), without, without.count_ones()) < floor
+        })
+        .fold(0, |acc, j| acc | 1 << j)
 }
 
 /// The best `limit` of the candidates in `scratch` (every title with a tally),
