@@ -12,6 +12,9 @@ use super::index::RankIndex;
 use super::lookup::{lookup, QueryWord, WordHit};
 use super::score::weight;
 
+mod masked;
+use masked::accumulate_masked;
+
 /// One looked-up word: a query word, two adjacent query words joined (a split),
 /// or one part of a query word cut in two (a join).
 pub(super) struct Column {
@@ -182,7 +185,7 @@ pub(super) struct Scratch {
     /// Best quality of the query word being accumulated, per slot.
     best: Vec<f32>,
     /// Per slot.
-    pub tallies: Vec<Tally>,
+    tallies: Vec<Tally>,
     /// One bit set per query word (`words_per_set` u64s each): the titles it
     /// matches, through any of its matches.
     sets: Vec<u64>,
@@ -195,8 +198,18 @@ pub(super) struct Scratch {
     /// candidates to the titles holding every required query word (see
     /// [`Scratch::restrict_to`]); empty otherwise.
     mask: Vec<u64>,
-    /// Titles with a tally, in the order first reached.
-    pub touched: Vec<u32>,
+    /// Per u64 of `mask`, the bits set in the ones before it: a masked
+    /// title's place among the masked titles.
+    mask_ranks: Vec<u32>,
+    /// With a mask: each masked title and its tally, in slot order (a dense
+    /// array: the tallies of a restricted ranking stay in cache, where the
+    /// per-slot ones are a cache miss each).
+    masked: Vec<(u32, Tally)>,
+    /// With a mask: per masked title, the best quality of the query word
+    /// being accumulated.
+    masked_best: Vec<f32>,
+    /// Titles with a tally, in the order first reached (without a mask).
+    touched: Vec<u32>,
     reached: Vec<u32>,
     /// A bit per slot, for a join's titles (see [`visit_join`]).
     marks: Marks,
@@ -214,6 +227,7 @@ impl Scratch {
             self.best.fill(0.0);
             self.tallies.fill(Tally::default());
             self.touched.clear();
+            self.masked.clear();
             self.marks.0.fill(0);
             self.joined.forget();
         }
@@ -245,6 +259,7 @@ impl Scratch {
     /// nothing is restricted when it is empty).
     pub fn restrict_to(&mut self, required: u32) {
         self.mask.clear();
+        self.masked.clear();
         if required == 0 {
             return;
         }
@@ -255,6 +270,43 @@ impl Scratch {
             for (m, &w) in self.mask.iter_mut().zip(set) {
                 *m &= w;
             }
+        }
+        self.mask_ranks.clear();
+        let mut before = 0u32;
+        for (k, &w) in self.mask.iter().enumerate() {
+            self.mask_ranks.push(before);
+            before += w.count_ones();
+            let mut bits = w;
+            while bits != 0 {
+                let t = (k as u32) << 6 | bits.trailing_zeros();
+                self.masked.push((t, Tally::default()));
+                bits &= bits - 1;
+            }
+        }
+    }
+
+    /// Calls `f` with every candidate title and its tally (a title some
+    /// accumulated query word reached).
+    pub fn for_each_candidate(&self, mut f: impl FnMut(u32, Tally)) {
+        if self.mask.is_empty() {
+            for &t in &self.touched {
+                f(t, self.tallies[t as usize]);
+            }
+        } else {
+            for &(t, tally) in &self.masked {
+                if tally.matched != 0 {
+                    f(t, tally);
+                }
+            }
+        }
+    }
+
+    /// An upper bound of the number of candidates.
+    pub fn candidates_at_most(&self) -> usize {
+        if self.mask.is_empty() {
+            self.touched.len()
+        } else {
+            self.masked.len()
         }
     }
 
@@ -291,12 +343,16 @@ impl Scratch {
             self.tallies[t as usize] = Tally::default();
         }
         self.touched.clear();
+        for (_, tally) in &mut self.masked {
+            *tally = Tally::default();
+        }
     }
 
     /// Ends a ranking's use of the buffers (they are clean again).
     pub fn release(&mut self) {
         self.clear_tallies();
         self.mask.clear();
+        self.masked.clear();
         self.joined.forget();
         self.in_use = false;
     }
@@ -548,6 +604,9 @@ pub(super) fn accumulate(
     words: &[usize],
     scratch: &mut Scratch,
 ) {
+    if !scratch.mask.is_empty() {
+        return accumulate_masked(index, matches, sets, words, scratch);
+    }
     let mut parts = PartPositions::default();
     let Scratch {
         best,
@@ -556,16 +615,11 @@ pub(super) fn accumulate(
         reached,
         marks,
         joined,
-        mask,
         ..
     } = scratch;
-    let mask: &[u64] = mask;
     for &i in words {
         reached.clear();
         reach(index, matches, i, &mut parts, marks, joined, |t, q, _| {
-            if !mask.is_empty() && mask[t as usize >> 6] >> (t & 63) & 1 == 0 {
-                return;
-            }
             let b = &mut best[t as usize];
             if *b < q {
                 if *b == 0.0 {

@@ -170,23 +170,18 @@ fn score_candidates(
     scratch: &Scratch,
     limit: usize,
 ) -> TopRows {
-    let tallies = &scratch.tallies;
-    let mut bounded: Vec<Bounded> = scratch
-        .touched
-        .iter()
-        .map(|&t| {
-            let tally = tallies[t as usize];
-            let len = index.title_len(t);
-            Bounded {
-                bound: score::upper_bound(tally.quality_sum, tally.matched, len),
-                t,
-                // Both fit: a title length is saturated at 255, a query has
-                // at most 32 words.
-                len: len as u16,
-                matched: tally.matched.count_ones() as u16,
-            }
-        })
-        .collect();
+    let mut bounded: Vec<Bounded> = Vec::with_capacity(scratch.candidates_at_most());
+    scratch.for_each_candidate(|t, tally| {
+        let len = index.title_len(t);
+        bounded.push(Bounded {
+            bound: score::upper_bound(tally.quality_sum, tally.matched, len),
+            t,
+            // Both fit: a title length is saturated at 255, a query has
+            // at most 32 words.
+            len: len as u16,
+            matched: tally.matched.count_ones() as u16,
+        });
+    });
     let by_bound = |a: &Bounded, b: &Bounded| b.bound.total_cmp(&a.bound).then(a.t.cmp(&b.t));
     let mut scorer = TitleScorer {
         index,
