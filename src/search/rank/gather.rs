@@ -353,6 +353,13 @@ impl Scratch {
         self.clear_tallies();
         self.mask.clear();
         self.masked.clear();
+        // As for a join's titles: a thread keeps room for a restricted
+        // ranking of common size, not for the largest it ever saw (a word in
+        // every title would keep 17 MB a thread).
+        if self.masked.capacity() > KEPT_MASKED {
+            self.masked = Vec::new();
+            self.masked_best = Vec::new();
+        }
         self.joined.forget();
         self.in_use = false;
     }
@@ -409,6 +416,10 @@ fn reach(
         }
     }
 }
+
+/// Most masked titles [`Scratch`] keeps room for between rankings (2 MB
+/// with their best qualities).
+const KEPT_MASKED: usize = 1 << 17;
 
 /// Most titles a [`JoinTitles`] list keeps room for between rankings (512 KB).
 const KEPT_JOIN_TITLES: usize = 1 << 16;

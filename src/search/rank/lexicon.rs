@@ -176,6 +176,23 @@ impl Bucket {
         (c, k)
     }
 
+    /// Calls `f` with the id of every word of this bucket (of `l` chars, more
+    /// than `head` has) that starts with `head`, in sorted order.
+    fn each_starting_with(&self, head: &[char], l: usize, mut f: impl FnMut(u32)) {
+        let n = head.len();
+        let (first_chunk, mut k) = self.lower_bound(head, l);
+        for chunk in self.chunks.iter().skip(first_chunk) {
+            while k < chunk.len() {
+                if &chunk.word(k, l)[..n] != head {
+                    return;
+                }
+                f(chunk.ids[k]);
+                k += 1;
+            }
+            k = 0;
+        }
+    }
+
     /// Where `word` is (`Ok`) or would go (`Err`).
     fn position(&self, word: &[char]) -> Result<At, At> {
         let l = word.len();
@@ -306,19 +323,8 @@ impl Lexicon {
     /// Ids of words of at least `shortest` chars (more than `prefix` has)
     /// that start with `prefix`, shortest first.
     pub fn with_prefix_from(&self, prefix: &[char], shortest: usize, out: &mut Vec<u32>) {
-        let n = prefix.len();
-        for (l, bucket) in self.buckets(shortest.max(n + 1), usize::MAX) {
-            let (first_chunk, mut k) = bucket.lower_bound(prefix, l);
-            'chunks: for chunk in bucket.chunks.iter().skip(first_chunk) {
-                while k < chunk.len() {
-                    if &chunk.word(k, l)[..n] != prefix {
-                        break 'chunks;
-                    }
-                    out.push(chunk.ids[k]);
-                    k += 1;
-                }
-                k = 0;
-            }
+        for (l, bucket) in self.buckets(shortest.max(prefix.len() + 1), usize::MAX) {
+            bucket.each_starting_with(prefix, l, |id| out.push(id));
         }
     }
 

@@ -82,8 +82,18 @@ impl Lexicon {
         let mut walk = Walk::new(n);
         let exact_heads = n.heads == Some(0);
         if exact_heads {
+            // Past `len + whole` only a head can match, and only the query
+            // itself: the words it starts, found by binary search (a walk
+            // would visit every first char of every bucket to prune it).
             for (l, bucket) in self.buckets(len + n.whole + 1, usize::MAX) {
-                walk.bucket(bucket, l, &mut found);
+                bucket.each_starting_with(n.query, l, |id| {
+                    found(Neighbour {
+                        id,
+                        len: l,
+                        whole: None,
+                        head: Some(0),
+                    })
+                });
             }
         }
         let last = if exact_heads { len + n.whole } else { hi };
