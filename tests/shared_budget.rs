@@ -396,7 +396,6 @@ async fn rediss_reaches_a_tls_redis_whose_certificate_the_system_trusts_and_no_o
     assert_eq!(r.status(), 503);
 }
 
-/// The clients connected to `redis` now, other than the one asking.
 /// The `run_id` of the running `redis-server` (`INFO server`): a new one on
 /// every start.
 fn redis_run_id(redis: &RedisServer) -> String {
@@ -411,6 +410,7 @@ fn redis_run_id(redis: &RedisServer) -> String {
         .to_owned()
 }
 
+/// The clients connected to `redis` now, other than the one asking.
 fn redis_clients(redis: &RedisServer) -> usize {
     let list: String = redis::cmd("CLIENT")
         .arg("LIST")
