@@ -337,6 +337,17 @@ impl Scratch {
         word & (1u64 << (t & 63)) != 0
     }
 
+    /// Adds to `tally` (title `t`'s) every query word of `others` whose set
+    /// holds `t`, with its whole weight (an upper bound of its part).
+    fn add_other_words(&self, t: u32, tally: &mut Tally, others: &[usize], sets: &WordSets) {
+        for &j in others {
+            if self.in_set(j, t) {
+                tally.matched |= 1 << j;
+                tally.quality_sum += sets.weights[j];
+            }
+        }
+    }
+
     /// Forgets the tallies (the next [`accumulate`] starts afresh).
     pub fn clear_tallies(&mut self) {
         for &t in &self.touched {
@@ -650,21 +661,21 @@ pub(super) fn accumulate(
             tally.quality_sum += w * q;
         }
     }
-    let others: Vec<usize> = (0..matches.m).filter(|i| !words.contains(i)).collect();
+    let others = other_words(matches, words);
     if others.is_empty() {
         return;
     }
     for k in 0..scratch.touched.len() {
         let t = scratch.touched[k];
         let mut tally = scratch.tallies[t as usize];
-        for &j in &others {
-            if scratch.in_set(j, t) {
-                tally.matched |= 1 << j;
-                tally.quality_sum += sets.weights[j];
-            }
-        }
+        scratch.add_other_words(t, &mut tally, &others, sets);
         scratch.tallies[t as usize] = tally;
     }
+}
+
+/// The query words not in `words` (those [`accumulate`] adds from their sets).
+fn other_words(matches: &WordMatches, words: &[usize]) -> Vec<usize> {
+    (0..matches.m).filter(|i| !words.contains(i)).collect()
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use super::super::compound::PartPositions;
 use super::super::index::RankIndex;
-use super::{reach, Scratch, WordMatches, WordSets};
+use super::{other_words, reach, Scratch, WordMatches, WordSets};
 
 /// [`super::accumulate`] restricted to the masked titles, whose tallies are kept in
 /// `scratch.masked` (the same tallies, by place rather than by slot).
@@ -42,18 +42,13 @@ pub(super) fn accumulate_masked(
             }
         }
     }
-    let others: Vec<usize> = (0..matches.m).filter(|i| !words.contains(i)).collect();
+    let others = other_words(matches, words);
     if others.is_empty() {
         return;
     }
     let mut masked = std::mem::take(&mut scratch.masked);
     for (t, tally) in masked.iter_mut().filter(|(_, tally)| tally.matched != 0) {
-        for &j in &others {
-            if scratch.in_set(j, *t) {
-                tally.matched |= 1 << j;
-                tally.quality_sum += sets.weights[j];
-            }
-        }
+        scratch.add_other_words(*t, tally, &others, sets);
     }
     scratch.masked = masked;
 }
