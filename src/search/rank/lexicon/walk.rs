@@ -251,6 +251,12 @@ impl<'q> Walk<'q> {
                 Some(lcp) => lcp.min(valid),
                 None => usize::from(common_prefix(&prev[..valid], word)),
             };
+            // A row past the branch reads the word's own chars, and after a
+            // skip they are a cache miss: ask for them now, while the branch
+            // row is computed.
+            if shared + 1 < depth {
+                crate::search::chunked::prefetch(word.as_ptr().wrapping_add(shared + 1));
+            }
             let mut d = shared;
             let mut pruned = false;
             while d < depth {
