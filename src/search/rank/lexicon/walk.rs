@@ -18,8 +18,9 @@
 //! (`branch`). The jump past a prefix of `d` chars is a scan of those bytes
 //! for the first below `d` (a binary search over the chunks' last words when
 //! the run fills a chunk); what the next word shares with the last is its
-//! `lcp`; and its first new row needs only its `branch`, so a word pruned
-//! there is never read (it was a cache miss per word). Each row computes only
+//! `lcp`; and its first new row needs only its `branch`, so the walk never
+//! waits on the chars of a word pruned there (they are only asked for ahead,
+//! while that row is computed, for the rows past it). Each row computes only
 //! its band (see `Walk::band`), the 2 × budget + 1 cells around the diagonal
 //! a word of this bucket's length can still end on, and the cells a head can.
 //!
