@@ -219,8 +219,13 @@ fn app_state(
     let cache_view = cache.view();
     let cache = cache.start();
     // Each move of the corpus by a few pages carries the entries it cannot affect.
-    let carrier = cache.clone();
-    corpus.on_move(move |moved| carrier.do_send(crate::search::cache::Carry(moved)));
+    let (carrier, carrying) = (cache.clone(), cache_view.clone());
+    corpus.on_move(move |moved| {
+        // Counted before it is sent: until the actor applied it, the view leaves
+        // every miss to the actor (see `search::cache::view`).
+        carrying.carry_sent();
+        carrier.do_send(crate::search::cache::Carry(moved));
+    });
     let search_budget = Arc::new(settings.search_budget.clone());
     let publish_budget = Arc::new(settings.publish_budget.clone());
     let policies = RateLimitPolicies::of(&search_budget, &publish_budget)

@@ -174,6 +174,12 @@ impl ScorerPool {
         }
     }
 
+    /// What a reader of the cache view needs to see that every slot is taken
+    /// (see [`SlotGauge`]).
+    pub fn gauge(&self) -> SlotGauge {
+        SlotGauge::new(self.permits.clone(), self.refused.clone())
+    }
+
     /// Takes a free slot now, or answers [`Busy`]; never waits.
     pub fn try_acquire(&self) -> Result<ScoringSlot, Busy> {
         let acquired = self.permits.clone().try_acquire_owned();
@@ -214,6 +220,34 @@ impl ScorerPool {
     /// Slots in all.
     pub fn size(&self) -> usize {
         self.size
+    }
+}
+
+/// Whether a scoring slot is free, read without taking one: how the cache view
+/// answers a busy 503 without asking the Cache actor (`crate::search::cache::view`).
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct SlotGauge {
+    permits: Arc<Semaphore>,
+    refused: IntCounter,
+}
+
+impl SlotGauge {
+    /// The gauge of the slots `permits` counts, counting refusals in `refused`
+    /// ([`ScorerPool::gauge`] makes the pool's).
+    pub fn new(permits: Arc<Semaphore>, refused: IntCounter) -> Self {
+        Self { permits, refused }
+    }
+
+    /// Every slot is taken at this instant.
+    pub fn all_taken(&self) -> bool {
+        self.permits.available_permits() == 0
+    }
+
+    /// Counts a miss refused for want of a slot, as [`ScorerPool::try_acquire`]
+    /// counts its own refusals.
+    pub fn count_refusal(&self) {
+        self.refused.inc();
     }
 }
 

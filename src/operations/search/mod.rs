@@ -224,6 +224,12 @@ async fn run(state: &AppState, raw_query: &str, client: &ClientIp, trace: &mut T
             cache: CacheStatus::Hit,
         };
     }
+    // A miss the actor would refuse (no scoring of this key to join, no slot
+    // free) is refused here, without a message and its two thread wake-ups.
+    if state.search.cache_view.busy(&key) {
+        drop(admission);
+        return Outcome::Busy { display };
+    }
     let lookup = cache::Lookup {
         key,
         snapshot: snapshot.clone(),

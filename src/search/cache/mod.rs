@@ -18,7 +18,9 @@
 //!
 //! Hits need no message: the actor publishes its entries in a [`CacheView`] that
 //! handlers read, and applies the uses they log to its LRU order before it evicts
-//! (see [`view`]). It stays the only writer of both.
+//! (see [`view`]). It stays the only writer of both. Nor does a miss that finds
+//! every slot taken: the view also holds the keys being scored, so a handler
+//! answers 503 when the actor would have ([`CacheView::busy`]).
 //!
 //! Two bounds, both kept by evicting the least recently used entry: at most
 //! `SEARCH_CACHE_ENTRIES` entries, and at most `SEARCH_CACHE_MAX_BYTES` bytes kept
@@ -179,7 +181,7 @@ impl Cache {
             lru: LruCache::new_unbounded(),
             capacity: capacity.max(1),
             next_id: 0,
-            view: CacheView::new(max_bytes),
+            view: CacheView::new(max_bytes, Some(scorers.gauge())),
             flights: HashMap::new(),
             scorers,
             result_limit,
@@ -207,33 +209,43 @@ impl Cache {
         }
     }
 
-    /// Stores `entry` under `key`, then evicts least recently used entries while
-    /// there are more than `capacity` or they hold more than the byte bound
-    /// (after applying every logged use, so the choice is exact). An entry larger
-    /// than the bound on its own is not stored: its waiters are answered from it,
-    /// and the next search for its key scores again.
-    fn store(&mut self, key: CacheKey, entry: Arc<Entry>) {
+    /// Ends the scoring of `key` in the view and stores its `entry` (a success),
+    /// in one update; then evicts least recently used entries while there are
+    /// more than `capacity` or they hold more than the byte bound (after applying
+    /// every logged use, so the choice is exact). An entry larger than the bound
+    /// on its own is not stored: its waiters are answered from it, and the next
+    /// search for its key scores again.
+    fn store(&mut self, key: &CacheKey, entry: Option<Arc<Entry>>) {
         let bytes = self.view.bytes().clone();
-        if entry.bytes_stored_as(&key) > bytes.bound() {
-            tracing::debug!(bytes = entry.bytes(), "search result larger than the cache");
-            return;
-        }
+        let entry = entry.filter(|entry| {
+            let fits = entry.bytes_stored_as(key) <= bytes.bound();
+            if !fits {
+                tracing::debug!(bytes = entry.bytes(), "search result larger than the cache");
+            }
+            fits
+        });
         let id = self.next_id;
-        self.next_id += 1;
         let (lru, capacity) = (&mut self.lru, self.capacity);
-        self.view.update(|entries, touches| {
+        let stored = self.view.end_scoring(key, |entries, touches| {
             for used in touches {
                 lru.get(&used);
             }
-            if let Some(old) = entries.remove(&key) {
+            let Some(entry) = entry else {
+                return false;
+            };
+            if let Some(old) = entries.remove(key) {
                 lru.remove(&old.id);
                 old.entry.release();
             }
-            entry.hold(&key, id, &bytes);
+            entry.hold(key, id, &bytes);
             lru.insert(id, key.clone());
-            entries.insert(key, Published { id, entry });
+            entries.insert(key.clone(), Published { id, entry });
             evict(lru, entries, |lru| lru.len() > capacity || bytes.over());
+            true
         });
+        if stored {
+            self.next_id += 1;
+        }
     }
 
     /// Evicts the entries that grew larger than the byte bound on their own, then
@@ -367,9 +379,7 @@ impl Cache {
 
     /// A flight ended: store a success in the LRU, tell every waiter, forget the key.
     fn finish(&mut self, key: CacheKey, outcome: FlightOutcome) {
-        if let Ok(entry) = &outcome {
-            self.store(key.clone(), entry.clone());
-        }
+        self.store(&key, outcome.as_ref().ok().cloned());
         for waiter in self.flights.remove(&key).unwrap_or_default() {
             // A waiter whose client went away dropped its receiver; nothing to do.
             let _ = waiter.send(outcome.clone());
@@ -449,7 +459,8 @@ impl Handler<Lookup> for Cache {
                 outcome: rx,
             });
         }
-        let Ok(slot) = self.scorers.try_acquire() else {
+        let scorers = &self.scorers;
+        let Ok(slot) = self.view.start_scoring(&key, || scorers.try_acquire()) else {
             return MessageResult(Answer::Busy);
         };
         let (tx, rx) = oneshot::channel();
@@ -504,7 +515,11 @@ macro_rules! answered_by_one_call {
 
 answered_by_one_call! {
     ApplyTouches => |cache, _| cache.apply_touches();
-    Carry => |cache, Carry(moved)| cache.carry(&moved);
+    Carry => |cache, Carry(moved)| {
+        let done = cache.carry(&moved);
+        cache.view.carry_applied();
+        done
+    };
     Trim => |cache, _| cache.trim();
     Stats => |cache, _| CacheStats {
         entries: cache.lru.len(),
