@@ -9,6 +9,7 @@
 //! only if every window is under its limit, and then counts one in all of them
 //! (both-or-neither, however many windows there are).
 
+pub mod checkpoint;
 pub mod error;
 pub mod open;
 pub mod postgres;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use actix::Actor as _;
 use anyhow::Context as _;
 
+use super::checkpoint::{Checkpointer, CHECKPOINT_EVERY};
 use super::postgres::PgCounters;
 use super::rate_limiter::{RateLimiter, SqliteCounters};
 use super::redis::{RedisCounters, RedisSettings};
@@ -60,8 +61,12 @@ pub fn open(at: &BudgetsAt, pages: &PageStore) -> anyhow::Result<BudgetStore> {
             let storage = Arc::new(
                 Storage::capture(path).with_context(|| format!("reading {}", path.display()))?,
             );
-            let mut rate_limiter =
-                RateLimiter::new(conn, storage.clone()).context("setting the budget connection")?;
+            // Its WAL is checkpointed on a thread of its own, never inside a
+            // commit that searches wait on.
+            let checkpoints = Checkpointer::start(path, storage.clone(), CHECKPOINT_EVERY)?;
+            let mut rate_limiter = RateLimiter::new(conn, storage.clone())
+                .and_then(|limiter| limiter.with_checkpointer(checkpoints))
+                .context("setting the budget connection")?;
             // Pages in SQLite too: each committed batch of spends reads the corpus
             // generation once for all its searches.
             if let Some(probe) = pages

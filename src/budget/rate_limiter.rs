@@ -36,6 +36,7 @@ use futures_util::FutureExt as _;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use super::checkpoint::Checkpointer;
 use super::error::BudgetStoreError;
 use super::store::{Ask, BudgetBackend, BudgetFuture, CountMode};
 use super::{sqlite, BucketKeys, Budget, Decided, Decision, StoreClock, WindowCount};
@@ -129,6 +130,9 @@ pub struct RateLimiter {
     pending: Vec<(Spend, oneshot::Sender<SpendOutcome>)>,
     flush_queued: bool,
     generation: Option<GenerationProbe>,
+    /// The thread that checkpoints the file's WAL instead of this connection's
+    /// commits (see [`super::checkpoint`]); stopped when the actor is dropped.
+    _checkpoints: Option<Checkpointer>,
 }
 
 impl RateLimiter {
@@ -145,7 +149,18 @@ impl RateLimiter {
             pending: Vec::new(),
             flush_queued: false,
             generation: None,
+            _checkpoints: None,
         })
+    }
+
+    /// Leaves the WAL checkpoints of the budget file to `checkpoints`: this
+    /// connection's commits no longer run them (see [`super::checkpoint`]).
+    ///
+    /// Errors: SQLite refused the setting.
+    pub fn with_checkpointer(mut self, checkpoints: Checkpointer) -> rusqlite::Result<Self> {
+        super::checkpoint::disable_auto_checkpoints(&self.conn)?;
+        self._checkpoints = Some(checkpoints);
+        Ok(self)
     }
 
     /// Reads the corpus generation with `probe` after each committed batch of
