@@ -99,6 +99,16 @@ fn checkpoint(conn: &Connection, storage: &Storage) -> Result<(), DbError> {
 mod tests {
     use super::*;
 
+    /// A migrated budget file in a temporary folder, and its connection with
+    /// automatic checkpoints off.
+    fn budget_file() -> (tempfile::TempDir, std::path::PathBuf, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pages.budget.sqlite3");
+        let conn = crate::sqlite::open_budget(&path).unwrap();
+        disable_auto_checkpoints(&conn).unwrap();
+        (dir, path, conn)
+    }
+
     fn wal_frames(conn: &Connection) -> (i64, i64) {
         conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
             Ok((r.get(1)?, r.get(2)?))
@@ -108,10 +118,7 @@ mod tests {
 
     #[test]
     fn a_connection_without_auto_checkpoints_keeps_every_frame_in_the_wal_until_one_runs() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pages.budget.sqlite3");
-        let conn = crate::sqlite::open_budget(&path).unwrap();
-        disable_auto_checkpoints(&conn).unwrap();
+        let (_dir, path, conn) = budget_file();
         // Past the 1,000 pages at which SQLite would have checkpointed by itself.
         for i in 0..1_200 {
             conn.execute(
@@ -128,10 +135,7 @@ mod tests {
 
     #[test]
     fn the_checkpointer_copies_the_wal_into_the_database_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pages.budget.sqlite3");
-        let conn = crate::sqlite::open_budget(&path).unwrap();
-        disable_auto_checkpoints(&conn).unwrap();
+        let (_dir, path, conn) = budget_file();
         let storage = Arc::new(Storage::capture(&path).unwrap());
         conn.execute(
             "INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES ('k', 0, 7)",

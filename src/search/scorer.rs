@@ -226,7 +226,7 @@ impl ScorerPool {
 /// Whether a scoring slot is free, read without taking one: how the cache view
 /// answers a busy 503 without asking the Cache actor (`crate::search::cache::view`).
 /// Cheap to clone.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct SlotGauge {
     permits: Arc<Semaphore>,
     refused: IntCounter,

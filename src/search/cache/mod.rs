@@ -225,13 +225,14 @@ impl Cache {
             fits
         });
         let id = self.next_id;
+        self.next_id += 1;
         let (lru, capacity) = (&mut self.lru, self.capacity);
-        let stored = self.view.end_scoring(key, |entries, touches| {
+        self.view.end_scoring(key, |entries, touches| {
             for used in touches {
                 lru.get(&used);
             }
             let Some(entry) = entry else {
-                return false;
+                return;
             };
             if let Some(old) = entries.remove(key) {
                 lru.remove(&old.id);
@@ -241,11 +242,7 @@ impl Cache {
             lru.insert(id, key.clone());
             entries.insert(key.clone(), Published { id, entry });
             evict(lru, entries, |lru| lru.len() > capacity || bytes.over());
-            true
         });
-        if stored {
-            self.next_id += 1;
-        }
     }
 
     /// Evicts the entries that grew larger than the byte bound on their own, then

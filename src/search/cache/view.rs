@@ -54,11 +54,12 @@ pub struct Published {
 pub(super) type Entries = HashMap<CacheKey, Published>;
 
 /// Shared between the Cache actor (writer) and handlers (readers); cheap to clone.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct CacheView {
     inner: Arc<Inner>,
 }
 
+#[derive(Debug)]
 struct Inner {
     shelf: RwLock<Shelf>,
     /// Ids of entries hit since the actor last applied them, oldest first.
@@ -71,20 +72,9 @@ struct Inner {
     carries_pending: AtomicUsize,
 }
 
-impl std::fmt::Debug for CacheView {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let shelf = self.read();
-        f.debug_struct("CacheView")
-            .field("entries", &shelf.entries.len())
-            .field("scoring", &shelf.scoring.len())
-            .field("bytes", &self.inner.bytes)
-            .finish_non_exhaustive()
-    }
-}
-
 /// What the write lock guards: the published entries and the keys whose scoring
 /// runs now (each key exactly while the actor's flight for it lasts).
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Shelf {
     entries: Entries,
     scoring: HashSet<CacheKey>,
@@ -198,10 +188,10 @@ impl CacheView {
         key: &CacheKey,
         change: impl FnOnce(&mut HashMap<CacheKey, Published>, Vec<u64>) -> R,
     ) -> R {
-        let mut shelf = self.write();
-        shelf.scoring.remove(key);
-        let touches = self.take_touches();
-        change(&mut shelf.entries, touches)
+        self.locked(|shelf, touches| {
+            shelf.scoring.remove(key);
+            change(&mut shelf.entries, touches)
+        })
     }
 
     /// Runs `change` on the entries, locked for writing, with the uses logged so
@@ -212,9 +202,14 @@ impl CacheView {
         &self,
         change: impl FnOnce(&mut HashMap<CacheKey, Published>, Vec<u64>) -> R,
     ) -> R {
+        self.locked(|shelf, touches| change(&mut shelf.entries, touches))
+    }
+
+    /// Runs `change` on the shelf, locked for writing, with the uses logged so far.
+    fn locked<R>(&self, change: impl FnOnce(&mut Shelf, Vec<u64>) -> R) -> R {
         let mut shelf = self.write();
         let touches = self.take_touches();
-        change(&mut shelf.entries, touches)
+        change(&mut shelf, touches)
     }
 
     /// The logged uses, oldest first, leaving the log empty.
