@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+mod scan;
 pub(super) mod walk;
 
 use super::postings::{Blocks, Postings};
@@ -37,6 +38,9 @@ pub(super) struct BucketChunk {
     /// word `k - 1`: the one char of it a walk arriving from `k - 1` (or from
     /// a run `k` ends) needs before deciding whether to read any further.
     branch: Vec<char>,
+    /// `sigs[k]`: word `k`'s char signature ([`scan::signature`]), which the
+    /// whole-word lookup tests before comparing any chars.
+    sigs: Vec<u64>,
 }
 
 /// How many leading chars `a` and `b` share, at most 255.
@@ -91,6 +95,7 @@ impl BucketChunk {
         self.ids.push(id);
         self.lcp.push(0);
         self.branch.push(chars[0]);
+        self.sigs.push(scan::signature(chars));
         self.relink(self.len() - 1, chars.len());
     }
 
@@ -100,6 +105,7 @@ impl BucketChunk {
         self.ids.insert(at, id);
         self.lcp.insert(at, 0);
         self.branch.insert(at, chars[0]);
+        self.sigs.insert(at, scan::signature(chars));
         self.relink(at, l);
         if at + 1 < self.len() {
             self.relink(at + 1, l);
@@ -111,6 +117,7 @@ impl BucketChunk {
         self.ids.remove(at);
         self.lcp.remove(at);
         self.branch.remove(at);
+        self.sigs.remove(at);
         if at < self.len() {
             self.relink(at, l);
         }
@@ -124,6 +131,7 @@ impl BucketChunk {
             chars: self.chars.split_off(at * l),
             lcp: self.lcp.split_off(at),
             branch: self.branch.split_off(at),
+            sigs: self.sigs.split_off(at),
         };
         second.relink(0, l);
         second
@@ -134,6 +142,7 @@ impl BucketChunk {
             + self.chars.capacity() * 4
             + self.lcp.capacity()
             + self.branch.capacity() * 4
+            + self.sigs.capacity() * 8
     }
 }
 
@@ -404,6 +413,7 @@ impl Lexicon {
                     };
                     assert_eq!(chunk.lcp(k), usize::from(want), "bucket {l}, word {k}");
                     assert_eq!(chunk.branch(k), chunk.word(k, l)[chunk.lcp(k)]);
+                    assert_eq!(chunk.sigs[k], scan::signature(chunk.word(k, l)));
                 }
             }
         }

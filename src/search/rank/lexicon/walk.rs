@@ -30,6 +30,7 @@
 //! some cell of every row. Fixing the word length per bucket makes this bound
 //! tight: only a band of `2 × budget + 1` cells can stay within it.
 
+use super::scan::Scan;
 use super::{common_prefix, Bucket, Lexicon};
 
 /// What a walk looks for, for one query word of `query.len()` chars.
@@ -98,8 +99,18 @@ impl Lexicon {
             }
         }
         let last = if exact_heads { len + n.whole } else { hi };
+        // Within two edits, a bucket where only whole words can match (no head
+        // rule, or words no longer than the query) is scanned by signature
+        // (`super::scan`). Within one, the walk prunes most prefixes at their
+        // first or second char and is as fast (measured at 1.1M titles, words
+        // of 5–6 chars scanned or walked: the same within noise).
+        let scan = Scan::new(n.query, n.whole);
         for (l, bucket) in self.buckets(lo, last) {
-            walk.bucket(bucket, l, &mut found);
+            if n.whole >= 2 && (n.heads.is_none() || l <= len) {
+                scan.bucket(bucket, l, &mut found);
+            } else {
+                walk.bucket(bucket, l, &mut found);
+            }
         }
     }
 }
