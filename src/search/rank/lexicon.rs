@@ -41,6 +41,9 @@ pub(super) struct BucketChunk {
     /// `sigs[k]`: word `k`'s char signature ([`scan::signature`]), which the
     /// whole-word lookup tests before comparing any chars.
     sigs: Vec<u64>,
+    /// `head_sigs[k]`: the signature of word `k`'s first
+    /// [`scan::HEAD_SIG_CHARS`] chars, for the head rule.
+    head_sigs: Vec<u64>,
 }
 
 /// How many leading chars `a` and `b` share, at most 255.
@@ -96,6 +99,7 @@ impl BucketChunk {
         self.lcp.push(0);
         self.branch.push(chars[0]);
         self.sigs.push(scan::signature(chars));
+        self.head_sigs.push(scan::head_signature(chars));
         self.relink(self.len() - 1, chars.len());
     }
 
@@ -106,6 +110,7 @@ impl BucketChunk {
         self.lcp.insert(at, 0);
         self.branch.insert(at, chars[0]);
         self.sigs.insert(at, scan::signature(chars));
+        self.head_sigs.insert(at, scan::head_signature(chars));
         self.relink(at, l);
         if at + 1 < self.len() {
             self.relink(at + 1, l);
@@ -118,6 +123,7 @@ impl BucketChunk {
         self.lcp.remove(at);
         self.branch.remove(at);
         self.sigs.remove(at);
+        self.head_sigs.remove(at);
         if at < self.len() {
             self.relink(at, l);
         }
@@ -132,6 +138,7 @@ impl BucketChunk {
             lcp: self.lcp.split_off(at),
             branch: self.branch.split_off(at),
             sigs: self.sigs.split_off(at),
+            head_sigs: self.head_sigs.split_off(at),
         };
         second.relink(0, l);
         second
@@ -143,6 +150,7 @@ impl BucketChunk {
             + self.lcp.capacity()
             + self.branch.capacity() * 4
             + self.sigs.capacity() * 8
+            + self.head_sigs.capacity() * 8
     }
 }
 
@@ -414,6 +422,7 @@ impl Lexicon {
                     assert_eq!(chunk.lcp(k), usize::from(want), "bucket {l}, word {k}");
                     assert_eq!(chunk.branch(k), chunk.word(k, l)[chunk.lcp(k)]);
                     assert_eq!(chunk.sigs[k], scan::signature(chunk.word(k, l)));
+                    assert_eq!(chunk.head_sigs[k], scan::head_signature(chunk.word(k, l)));
                 }
             }
         }

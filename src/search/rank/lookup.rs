@@ -196,7 +196,7 @@ fn longest_head(len: usize, budget: usize, word_len: usize) -> usize {
 /// head's length (the first found on a tie). Heads are tried from length `len`
 /// outwards, shorter first, and only while their length difference (a lower
 /// bound of their distance) can still beat the best found.
-fn prefix_edits(
+pub(super) fn prefix_edits(
     comparator: &osa::BatchComparator<char>,
     word: &[char],
     len: usize,
