@@ -30,7 +30,7 @@
 //! some cell of every row. Fixing the word length per bucket makes this bound
 //! tight: only a band of `2 × budget + 1` cells can stay within it.
 
-use super::scan::{Scan, HEAD_SIG_CHARS};
+use super::scan::Scan;
 use super::{common_prefix, Bucket, Lexicon};
 
 /// What a walk looks for, for one query word of `query.len()` chars.
@@ -104,10 +104,9 @@ impl Lexicon {
         // (`super::scan`). Within one, the walk prunes most prefixes at their
         // first or second char and is as fast (measured at 1.1M titles, words
         // of 5–6 chars scanned or walked: the same within noise).
-        // The head rule with edits, for a word short enough that every head it
-        // tries lies within a word's head signature, is a scan too.
+        // The head rule with edits is a scan too.
         let scan = Scan::new(n.query, n.whole);
-        let head_scan = n.heads.filter(|&k| k >= 1 && len + k <= HEAD_SIG_CHARS);
+        let head_scan = n.heads.filter(|&k| k >= 1);
         for (l, bucket) in self.buckets(lo, last) {
             let whole_only = n.heads.is_none() || l <= len;
             match head_scan {
