@@ -5,8 +5,9 @@
 //! by a bounded-edit walk of the lexicon (`lexicon::walk`: the sorted length
 //! buckets walked as a trie, with the OSA rows of the words' prefixes), whose
 //! cost follows the words near the query rather than the lexicon's size; whole
-//! words within two edits are found by a char-signature scan instead
-//! (`lexicon::scan`), which compares only the few words it lets through. OSA
+//! words within two edits, and heads with an edit, are found by a char-signature
+//! scan instead (`lexicon::scan`), which compares only the few words it lets
+//! through. OSA
 //! counts an adjacent transposition (`mdoe` → `mode`) as one edit, where
 //! Levenshtein counts two, and transpositions are the most common typo in short
 //! words. The highlighter's head lengths use rapidfuzz's cached OSA comparator.

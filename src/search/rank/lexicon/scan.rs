@@ -1,5 +1,5 @@
 //! Whole-word bounded-edit lookup by char signatures: every word of a length
-//! bucket is tested with two AND-NOTs and two popcounts of a 64-bit signature
+//! bucket is tested with two AND-NOTs and two bit counts of a 64-bit signature
 //! of its chars, and only the few that pass are compared with the query
 //! (rapidfuzz's bit-parallel OSA, with the budget as its cutoff).
 //!
@@ -61,7 +61,7 @@ pub(super) fn signature(word: &[char]) -> u64 {
 /// How many leading chars [`head_signature`] covers: every head the head rule
 /// tries for a query word of up to 7 chars (one edit: heads of `len + 1` chars
 /// at most).
-pub(in crate::search::rank) const HEAD_SIG_CHARS: usize = 8;
+pub(super) const HEAD_SIG_CHARS: usize = 8;
 
 /// The [`signature`] of the first [`HEAD_SIG_CHARS`] chars of `word`: it has
 /// every bit of any head of at most that many chars, so a head within `k`
@@ -70,19 +70,21 @@ pub(super) fn head_signature(word: &[char]) -> u64 {
     signature(&word[..word.len().min(HEAD_SIG_CHARS)])
 }
 
-/// One query word's whole-word test, reused across buckets.
+/// One query word's tests, reused across buckets.
 pub(super) struct Scan {
     sig: u64,
+    len: usize,
     whole: u32,
     comparator: osa::BatchComparator<char>,
     args: osa::Args<usize, rapidfuzz::common::WithScoreCutoff<usize>>,
 }
 
 impl Scan {
-    /// The test for words within `whole` OSA edits of `query`.
+    /// The tests for words within `whole` OSA edits of `query`.
     pub fn new(query: &[char], whole: usize) -> Scan {
         Scan {
             sig: signature(query),
+            len: query.len(),
             whole: whole as u32,
             comparator: osa::BatchComparator::new(query.iter().copied()),
             args: osa::Args::default().score_cutoff(whole),
@@ -108,51 +110,42 @@ impl Scan {
         l: usize,
         found: &mut impl FnMut(Neighbour),
     ) {
-        let q = self.sig;
         let k = if K == u32::MAX { self.whole } else { K };
         for chunk in bucket.chunks() {
             for (i, &sig) in chunk.sigs.iter().enumerate() {
-                if !at_most(q & !sig, k) || !at_most(sig & !q, k) {
+                if !self.may_be_within(sig, k) {
                     continue;
                 }
-                let word = chunk.word(i, l);
-                if let Some(d) = self
-                    .comparator
-                    .distance_with_args(word.iter().copied(), &self.args)
-                {
+                if let Some(d) = self.whole_edits(chunk.word(i, l)) {
                     found(Neighbour {
                         id: chunk.ids[i],
                         len: l,
-                        whole: Some(d as u8),
+                        whole: Some(d),
                         head: None,
                     });
                 }
             }
         }
     }
-}
 
-impl Scan {
     /// For a bucket of words longer than the query (`l` chars), what the walk
-    /// gives with the head rule at `k` edits (`k >= 1`): every word whose whole is within the budget or
-    /// some head of `len - k ..= len + k` chars (strictly shorter than the
-    /// word) within `k` edits, with the edits of each. Whole words are tested
-    /// as in [`Scan::bucket`], heads by [`head_signature`] first (by the whole
-    /// word's signature when `len + k` exceeds [`HEAD_SIG_CHARS`]: a head's
-    /// chars are the word's too).
+    /// gives with the head rule at `k` edits (`k >= 1`): every word whose whole
+    /// is within the budget or some head of `len - k ..= len + k` chars
+    /// (strictly shorter than the word) within `k` edits, with the edits of
+    /// each. Whole words are tested as in [`Scan::bucket`], heads by
+    /// [`head_signature`] first (by the whole word's signature when `len + k`
+    /// exceeds [`HEAD_SIG_CHARS`]: a head's chars are the word's too).
     pub fn bucket_with_heads(
         &self,
         bucket: &Bucket,
         l: usize,
-        len: usize,
         k: usize,
         found: &mut impl FnMut(Neighbour),
     ) {
+        let len = self.len;
         debug_assert!(l > len && k >= 1);
-        let q = self.sig;
         let whole_here = l - len <= self.whole as usize;
         let head_max = (len + k).min(l - 1);
-        // Heads past the head signature's chars are tested by the whole word's.
         let short_heads = len + k <= HEAD_SIG_CHARS;
         for chunk in bucket.chunks() {
             let head_sigs = if short_heads {
@@ -161,20 +154,13 @@ impl Scan {
                 &chunk.sigs
             };
             for (i, (&sig, &head_sig)) in chunk.sigs.iter().zip(head_sigs).enumerate() {
-                let whole_test =
-                    whole_here && at_most(q & !sig, self.whole) && at_most(sig & !q, self.whole);
-                let head_test = at_most(q & !head_sig, k as u32);
+                let whole_test = whole_here && self.may_be_within(sig, self.whole);
+                let head_test = at_most(self.sig & !head_sig, k as u32);
                 if !whole_test && !head_test {
                     continue;
                 }
                 let word = chunk.word(i, l);
-                let whole = whole_test
-                    .then(|| {
-                        self.comparator
-                            .distance_with_args(word.iter().copied(), &self.args)
-                    })
-                    .flatten()
-                    .map(|d| d as u8);
+                let whole = whole_test.then(|| self.whole_edits(word)).flatten();
                 let head = head_test
                     .then(|| prefix_edits(&self.comparator, word, len, k, head_max))
                     .flatten()
@@ -189,6 +175,20 @@ impl Scan {
                 }
             }
         }
+    }
+
+    /// The signature test of a whole word (signature `sig`) at `k` edits: false
+    /// only for words farther than `k` (see the module docs).
+    #[inline(always)]
+    fn may_be_within(&self, sig: u64, k: u32) -> bool {
+        at_most(self.sig & !sig, k) && at_most(sig & !self.sig, k)
+    }
+
+    /// OSA edits from the query to `word`, when within the budget.
+    fn whole_edits(&self, word: &[char]) -> Option<u8> {
+        self.comparator
+            .distance_with_args(word.iter().copied(), &self.args)
+            .map(|d| d as u8)
     }
 }
 

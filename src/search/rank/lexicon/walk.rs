@@ -81,7 +81,6 @@ impl Lexicon {
         } else {
             len + n.whole
         };
-        let mut walk = Walk::new(n);
         let exact_heads = n.heads == Some(0);
         if exact_heads {
             // Past `len + whole` only a head can match, and only the query
@@ -99,20 +98,21 @@ impl Lexicon {
             }
         }
         let last = if exact_heads { len + n.whole } else { hi };
-        // Within two edits, a bucket where only whole words can match (no head
-        // rule, or words no longer than the query) is scanned by signature
-        // (`super::scan`). Within one, the walk prunes most prefixes at their
-        // first or second char and is as fast (measured at 1.1M titles, words
-        // of 5–6 chars scanned or walked: the same within noise).
-        // The head rule with edits is a scan too.
+        // Scanned by signature (`super::scan`): whole words within two edits,
+        // and the head rule with edits. Whole words within one edit are walked:
+        // the walk prunes most prefixes at their first or second char and was as
+        // fast (1.1M titles, words of 5–6 chars scanned or walked: the same
+        // within noise); so are heads without an edit.
         let scan = Scan::new(n.query, n.whole);
-        let head_scan = n.heads.filter(|&k| k >= 1);
+        let mut walk = None;
         for (l, bucket) in self.buckets(lo, last) {
-            let whole_only = n.heads.is_none() || l <= len;
-            match head_scan {
-                _ if whole_only && n.whole >= 2 => scan.bucket(bucket, l, &mut found),
-                Some(k) if !whole_only => scan.bucket_with_heads(bucket, l, len, k, &mut found),
-                _ => walk.bucket(bucket, l, &mut found),
+            let heads = n.heads.filter(|_| l > len);
+            match heads {
+                None if n.whole >= 2 => scan.bucket(bucket, l, &mut found),
+                Some(k) if k >= 1 => scan.bucket_with_heads(bucket, l, k, &mut found),
+                _ => walk
+                    .get_or_insert_with(|| Walk::new(n))
+                    .bucket(bucket, l, &mut found),
             }
         }
     }
