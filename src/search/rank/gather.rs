@@ -255,9 +255,10 @@ impl Scratch {
     }
 
     /// Restricts the candidates of the next [`accumulate`]s to the titles
-    /// that reach every query word of `required` (a bit set of query words;
-    /// nothing is restricted when it is empty).
-    pub fn restrict_to(&mut self, required: u32) {
+    /// that reach every query word of `required` (a bit set of query words)
+    /// or any of `aside` (another); nothing is restricted when `required` is
+    /// empty.
+    pub fn restrict_to(&mut self, required: u32, aside: u32) {
         self.mask.clear();
         self.masked.clear();
         if required == 0 {
@@ -269,6 +270,12 @@ impl Scratch {
             let set = &self.sets[i * per..(i + 1) * per];
             for (m, &w) in self.mask.iter_mut().zip(set) {
                 *m &= w;
+            }
+        }
+        for i in (0..32).filter(|i| aside >> i & 1 == 1) {
+            let set = &self.sets[i * per..(i + 1) * per];
+            for (m, &w) in self.mask.iter_mut().zip(set) {
+                *m |= w;
             }
         }
         self.mask_ranks.clear();
@@ -313,10 +320,22 @@ impl Scratch {
     /// How many titles reach every query word of `words` (a bit set) with
     /// quality 1.0 on their own (see `exact`).
     pub fn exact_in_all(&self, words: u32) -> usize {
+        self.count_in_all(&self.exact, words)
+    }
+
+    /// How many titles reach every query word of `words` (a bit set) through
+    /// any of their matches.
+    pub fn in_all(&self, words: u32) -> usize {
+        self.count_in_all(&self.sets, words)
+    }
+
+    /// How many titles are in every set of `words` (a bit set) of `sets`
+    /// (laid out as [`Scratch::sets`]); 0 for no words.
+    fn count_in_all(&self, sets: &[u64], words: u32) -> usize {
         let per = self.words_per_set;
         let chosen: Vec<&[u64]> = (0..32)
             .filter(|i| words >> i & 1 == 1)
-            .map(|i| &self.exact[i * per..(i + 1) * per])
+            .map(|i| &sets[i * per..(i + 1) * per])
             .collect();
         if chosen.is_empty() {
             return 0;

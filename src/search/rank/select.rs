@@ -93,7 +93,8 @@ pub(super) fn top_rows(
     let m = matches.m;
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|&a, &b| sets.weights[b].total_cmp(&sets.weights[a]).then(a.cmp(&b)));
-    scratch.restrict_to(required_words(sets, scratch, &order, limit));
+    let (required, aside) = required_words(sets, scratch, &order, limit);
+    scratch.restrict_to(required, aside);
     let (mut first, mut reach) = (0, 0usize);
     while first < m && reach < limit {
         reach = reach.saturating_add(sets.df[order[first]]);
@@ -122,42 +123,75 @@ pub(super) fn top_rows(
     top.heap.into_sorted_vec()
 }
 
-/// Query words (a bit set) that every title of the top `limit` rows reaches,
-/// so that only titles reaching all of them need be candidates; 0 when none
-/// is known to be.
+/// Query words (a bit set, `required`) that every title of the top `limit`
+/// rows reaches unless it reaches one of the query words `aside` (another bit
+/// set), so that only titles reaching all of `required` or any of `aside`
+/// need be candidates; `(0, 0)` when nothing is known to be required.
 ///
-/// Take the heaviest query words that at least `limit` titles all hold
-/// exactly (as many as can be taken, heaviest first): each such title scores
-/// at least those words' weights together (proximity and coverage only add),
-/// so the `limit`-th row scores that much too. A query word is required when
-/// a title without it cannot reach that even with every other word found
-/// exactly, side by side, and nothing else in the title
-/// ([`score::upper_bound`]). `for the …` at 1.1M titles: `for` and `the` are
-/// both required, so the candidates are the titles holding both rather than
-/// every title of `the` and its typos (148,000). Costs a pass over the
-/// query words' bit sets per word taken.
-fn required_words(sets: &WordSets, scratch: &Scratch, order: &[usize], limit: usize) -> u32 {
-    let bits = |words: &[usize]| words.iter().fold(0u32, |acc, &i| acc | 1 << i);
+/// Take heaviest first the query words that at least `limit` titles all
+/// hold exactly (a word is skipped when too few titles hold it as well):
+/// each such title scores at least those words' weights together
+/// (proximity and coverage only add), so the `limit`-th row scores that
+/// much too. Set aside some of the other words, the rarest: a title that
+/// reaches none of them scores at most the rest of the query. A held word
+/// is required when a title without it (and without the words set aside)
+/// cannot reach that even with every other word found exactly, side by
+/// side, and nothing else in the title ([`score::upper_bound`]). Of the ways
+/// to set words aside (none, the rarest, the two rarest, ...), the one that
+/// leaves the fewest candidates is taken. `for the …` at 1.1M titles: `for`
+/// and `the` are both required, so the candidates are the titles holding
+/// both rather than every title of `the` and its typos (148,000); with a
+/// third word that matched two titles (`for the z10q`), that word is set
+/// aside and its two titles are candidates too. Costs a pass over the query
+/// words' bit sets per word tried.
+fn required_words(sets: &WordSets, scratch: &Scratch, order: &[usize], limit: usize) -> (u32, u32) {
     let in_bits = |words: u32| (0..sets.weights.len()).filter(move |i| words >> i & 1 == 1);
     let weight = |words: u32| -> f32 { in_bits(words).map(|i| sets.weights[i]).sum() };
     let live: Vec<usize> = order.iter().copied().filter(|&i| sets.df[i] > 0).collect();
-    let Some(held) = (1..=live.len())
-        .rev()
-        .map(|k| bits(&live[..k]))
-        .find(|&held| scratch.exact_in_all(held) >= limit)
-    else {
-        return 0;
-    };
+    let mut held = 0u32;
+    for &i in &live {
+        if scratch.exact_in_all(held | 1 << i) >= limit {
+            held |= 1 << i;
+        }
+    }
+    if held == 0 {
+        return (0, 0);
+    }
     // Coverage adds at least COVERAGE / 256 (lengths saturate at 255), far
     // more than the rounding of a sum in another order.
     let floor = score::MATCH_WEIGHT * weight(held);
-    let all = bits(&live);
-    in_bits(held)
-        .filter(|j| {
-            let without = all & !(1 << j);
-            score::upper_bound(weight(without), without, without.count_ones()) < floor
-        })
-        .fold(0, |acc, j| acc | 1 << j)
+    let all = live.iter().fold(0u32, |acc, &i| acc | 1 << i);
+    let required = |aside: u32| {
+        in_bits(held)
+            .filter(|j| {
+                let without = all & !aside & !(1 << j);
+                score::upper_bound(weight(without), without, without.count_ones()) < floor
+            })
+            .fold(0, |acc, j| acc | 1 << j)
+    };
+    let mut others: Vec<usize> = live
+        .iter()
+        .copied()
+        .filter(|&i| held >> i & 1 == 0)
+        .collect();
+    others.sort_by_key(|&i| (sets.df[i], i));
+    let (mut best, mut fewest) = ((0, 0), usize::MAX);
+    let (mut aside, mut aside_titles) = (0u32, 0usize);
+    for k in 0..=others.len() {
+        if k > 0 {
+            aside |= 1 << others[k - 1];
+            aside_titles = aside_titles.saturating_add(sets.df[others[k - 1]]);
+        }
+        let needed = required(aside);
+        if needed == 0 || aside_titles >= fewest {
+            continue;
+        }
+        let candidates = scratch.in_all(needed).saturating_add(aside_titles);
+        if candidates < fewest {
+            (best, fewest) = ((needed, aside), candidates);
+        }
+    }
+    best
 }
 
 /// The best `limit` of the candidates in `scratch` (every title with a tally),
