@@ -1,19 +1,20 @@
 //! The distinct folded words of a corpus, each with the titles that use it, kept
-//! ready for the two ways a query reads them: a walk of the words near a query
-//! word (typo matching, `walk`) and a binary search by chars (exact and prefix).
+//! ready for the two ways a query reads them: a scan of the words near a query
+//! word by their char signatures (typo matching, `neighbours` and `scan`) and a
+//! binary search by chars (exact and prefix).
 //!
 //! Words have stable ids (reused after a word leaves the corpus), so that titles
 //! can store word ids and an update touches only the words of the changed title.
 //! Next to that, `buckets[l]` lists the live words of `l` chars sorted by chars
-//! (so a bucket is also a trie: the words of a prefix are contiguous), in chunks
-//! of at most [`BUCKET_CHUNK`] words, so that a walk reads contiguous arrays and a new word
+//! (so the words of a prefix are contiguous), in chunks of at most
+//! [`BUCKET_CHUNK`] words, so that a scan reads contiguous arrays and a new word
 //! shifts (and, when a snapshot shares it, copies) one chunk. Every part is
 //! chunked (see [`crate::search::chunked`]): a copy of the lexicon shares its storage.
 
 use std::sync::Arc;
 
+pub(super) mod neighbours;
 mod scan;
-pub(super) mod walk;
 
 use super::postings::{Blocks, Postings};
 use crate::search::chunked::{ChunkedLists, ChunkedVec};
@@ -29,15 +30,6 @@ pub(super) struct BucketChunk {
     pub ids: Vec<u32>,
     /// The words' chars back to back, `l` per word.
     chars: Vec<char>,
-    /// `lcp[k]`: how many leading chars word `k` shares with word `k - 1` of
-    /// this chunk (0 for the first word; at most 255). The walk reads its trie
-    /// from these: the words below a prefix of `d` chars end at the first
-    /// later word whose `lcp` is below `d`, found without comparing chars.
-    lcp: Vec<u8>,
-    /// `branch[k]`: word `k`'s char at `lcp[k]`, the first where it leaves
-    /// word `k - 1`: the one char of it a walk arriving from `k - 1` (or from
-    /// a run `k` ends) needs before deciding whether to read any further.
-    branch: Vec<char>,
     /// `sigs[k]`: word `k`'s char signature ([`scan::signature`]), which the
     /// whole-word lookup tests before comparing any chars.
     sigs: Vec<u64>,
@@ -46,109 +38,52 @@ pub(super) struct BucketChunk {
     head_sigs: Vec<u64>,
 }
 
-/// How many leading chars `a` and `b` share, at most 255.
-fn common_prefix(a: &[char], b: &[char]) -> u8 {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count().min(255) as u8
-}
-
 impl BucketChunk {
     /// The chars of the `k`-th word; `l` is the bucket's word length.
     pub fn word(&self, k: usize, l: usize) -> &[char] {
         &self.chars[k * l..][..l]
     }
 
-    /// Leading chars word `k` shares with word `k - 1` (0 for `k = 0`).
-    pub fn lcp(&self, k: usize) -> usize {
-        usize::from(self.lcp[k])
-    }
-
-    /// Word `k`'s char at [`BucketChunk::lcp`]`(k)`.
-    pub fn branch(&self, k: usize) -> char {
-        self.branch[k]
-    }
-
-    /// The first `j` in `from..` whose word shares fewer than `d` leading
-    /// chars with its predecessor (`len()` when there is none): where the run
-    /// of words that share a `d`-char prefix with word `from - 1` ends.
-    pub fn run_end(&self, from: usize, d: usize) -> usize {
-        let d = d.min(255) as u8;
-        self.lcp[from..]
-            .iter()
-            .position(|&p| p < d)
-            .map_or(self.len(), |j| from + j)
-    }
-
     pub fn len(&self) -> usize {
         self.ids.len()
-    }
-
-    /// Sets `lcp[k]` and `branch[k]` from words `k - 1` and `k`.
-    fn relink(&mut self, k: usize, l: usize) {
-        let lcp = match k {
-            0 => 0,
-            _ => common_prefix(self.word(k - 1, l), self.word(k, l)),
-        };
-        self.lcp[k] = lcp;
-        // Distinct words of one length differ before their end.
-        self.branch[k] = self.word(k, l)[usize::from(lcp).min(l - 1)];
     }
 
     fn push(&mut self, id: u32, chars: &[char]) {
         self.chars.extend_from_slice(chars);
         self.ids.push(id);
-        self.lcp.push(0);
-        self.branch.push(chars[0]);
         self.sigs.push(scan::signature(chars));
         self.head_sigs.push(scan::head_signature(chars));
-        self.relink(self.len() - 1, chars.len());
     }
 
     fn insert(&mut self, at: usize, id: u32, chars: &[char]) {
         let l = chars.len();
         self.chars.splice(at * l..at * l, chars.iter().copied());
         self.ids.insert(at, id);
-        self.lcp.insert(at, 0);
-        self.branch.insert(at, chars[0]);
         self.sigs.insert(at, scan::signature(chars));
         self.head_sigs.insert(at, scan::head_signature(chars));
-        self.relink(at, l);
-        if at + 1 < self.len() {
-            self.relink(at + 1, l);
-        }
     }
 
     fn remove(&mut self, at: usize, l: usize) {
         self.chars.drain(at * l..(at + 1) * l);
         self.ids.remove(at);
-        self.lcp.remove(at);
-        self.branch.remove(at);
         self.sigs.remove(at);
         self.head_sigs.remove(at);
-        if at < self.len() {
-            self.relink(at, l);
-        }
     }
 
     /// Moves the second half of this chunk into a new one.
     fn split_off(&mut self, l: usize) -> BucketChunk {
         let at = self.len() / 2;
-        let mut second = BucketChunk {
+        BucketChunk {
             ids: self.ids.split_off(at),
             chars: self.chars.split_off(at * l),
-            lcp: self.lcp.split_off(at),
-            branch: self.branch.split_off(at),
             sigs: self.sigs.split_off(at),
             head_sigs: self.head_sigs.split_off(at),
-        };
-        second.relink(0, l);
-        second
+        }
     }
 
     fn heap_bytes(&self) -> usize {
         self.ids.capacity() * 4
             + self.chars.capacity() * 4
-            + self.lcp.capacity()
-            + self.branch.capacity() * 4
             + self.sigs.capacity() * 8
             + self.head_sigs.capacity() * 8
     }
@@ -409,18 +344,12 @@ impl Lexicon {
             + self.free.heap_bytes()
     }
 
-    /// Panics unless every chunk's `lcp` is what its words share.
+    /// Panics unless every chunk's signatures are those of its words.
     #[cfg(test)]
-    fn assert_lcp(&self) {
+    fn assert_signatures(&self) {
         for (l, bucket) in self.buckets.iter().enumerate() {
             for chunk in bucket.chunks() {
                 for k in 0..chunk.len() {
-                    let want = match k {
-                        0 => 0,
-                        _ => common_prefix(chunk.word(k - 1, l), chunk.word(k, l)),
-                    };
-                    assert_eq!(chunk.lcp(k), usize::from(want), "bucket {l}, word {k}");
-                    assert_eq!(chunk.branch(k), chunk.word(k, l)[chunk.lcp(k)]);
                     assert_eq!(chunk.sigs[k], scan::signature(chunk.word(k, l)));
                     assert_eq!(chunk.head_sigs[k], scan::head_signature(chunk.word(k, l)));
                 }
@@ -479,10 +408,10 @@ mod tests {
         for (t, w) in words.iter().enumerate() {
             lexicon.add_posting(w, t as u32);
             if t % 97 == 0 {
-                lexicon.assert_lcp();
+                lexicon.assert_signatures();
             }
         }
-        lexicon.assert_lcp();
+        lexicon.assert_signatures();
         let bucket = &lexicon.buckets[4];
         assert!(bucket.chunks.len() > 3);
         let listed: Vec<&[char]> = bucket
@@ -510,7 +439,7 @@ mod tests {
             lexicon.remove_posting(id, t as u32);
             assert!(lexicon.find(w).is_none());
             if t % 89 == 0 {
-                lexicon.assert_lcp();
+                lexicon.assert_signatures();
             }
         }
         assert_eq!(lexicon.live_words(), 0);

@@ -2,19 +2,16 @@
 //! and how well (a quality in `0.0..=1.0`, 1.0 = the same word).
 //!
 //! Each query word is matched against the distinct words (never once per title)
-//! by a bounded-edit walk of the lexicon (`lexicon::walk`: the sorted length
-//! buckets walked as a trie, with the OSA rows of the words' prefixes), whose
-//! cost follows the words near the query rather than the lexicon's size; whole
-//! words within two edits, and heads with an edit, are found by a char-signature
-//! scan instead (`lexicon::scan`), which compares only the few words it lets
-//! through. OSA
+//! by a char-signature scan of the lexicon's length buckets in reach
+//! (`lexicon::neighbours`, `lexicon::scan`): a few instructions per word, and
+//! only the few words it lets through are compared with the query. OSA
 //! counts an adjacent transposition (`mdoe` → `mode`) as one edit, where
 //! Levenshtein counts two, and transpositions are the most common typo in short
 //! words. The highlighter's head lengths use rapidfuzz's cached OSA comparator.
 
 use rapidfuzz::distance::osa;
 
-use super::lexicon::walk::Neighbourhood;
+use super::lexicon::neighbours::Neighbourhood;
 use super::lexicon::Lexicon;
 
 /// Edits allowed for a query word of `len` chars: none up to 2 chars (a one-edit
@@ -24,7 +21,7 @@ use super::lexicon::Lexicon;
 /// relevance sets they found more wrong words than meant ones (a `noise_word`
 /// query's common word two edits from many others): with one, hard-npm went
 /// 0.978 → 0.980 and hard-million 0.961 → 0.963 MRR@50 (`noise_word` 0.930 →
-/// 0.943 and 0.886 → 0.906), no kind of any set lower. Their walk was also the
+/// 0.943 and 0.886 → 0.906), no kind of any set lower. Their lookup was also the
 /// largest part of a 6-char word's lookup at 1.1M titles. Two edits only from
 /// 8 or 9 chars (9 is Meilisearch's threshold) cost the `double_typo` queries
 /// (hard-debian 1.000 → 0.977 and 0.883).
@@ -337,7 +334,7 @@ mod tests {
     }
 
     #[test]
-    fn the_walk_finds_what_comparing_every_word_finds_on_random_words() {
+    fn the_lookup_finds_what_comparing_every_word_finds_on_random_words() {
         let mut rng = Lcg(0x7e57_0a1c);
         let word = crowded_word;
         let titles = crowded_titles(&mut rng, 4000);
@@ -351,9 +348,9 @@ mod tests {
     }
 
     #[test]
-    fn the_walk_finds_what_comparing_every_word_finds_after_writes() {
-        // The buckets' shared-prefix lengths are kept up by every write (words
-        // inserted, removed, chunks split and emptied); the walk trusts them.
+    fn the_lookup_finds_what_comparing_every_word_finds_after_writes() {
+        // The buckets' signatures are kept up by every write (words inserted,
+        // removed, chunks split and emptied); the scans trust them.
         let mut rng = Lcg(0x00c0_ffee);
         let titles = crowded_titles(&mut rng, 3000);
         let mut index = RankIndex::build(std::iter::empty());
@@ -378,7 +375,7 @@ mod tests {
     }
 
     #[test]
-    fn the_walk_finds_what_comparing_every_word_finds_on_real_words_with_typos() {
+    fn the_lookup_finds_what_comparing_every_word_finds_on_real_words_with_typos() {
         // The first 8,000 titles of the bundled demo corpus; queries are its
         // words with one or two random edits, and random strings.
         let (index, _) = demo_index();

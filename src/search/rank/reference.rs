@@ -4,7 +4,7 @@
 //!
 //! It shares with the ranking only the definitions (the edit budgets, the
 //! quality, weight and coverage formulas and their constants, the title
-//! tokenizer); none of what makes ranking fast: no lexicon walk (every distinct
+//! tokenizer); none of what makes ranking fast: no lexicon scan (every distinct
 //! corpus word is compared with every query word by a plain OSA distance), no
 //! postings, no word sets, no upper bounds, no words left out of the
 //! candidates, no selection, and the alignment of a title's matches is an
