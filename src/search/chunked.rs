@@ -105,6 +105,32 @@ impl<T: Clone, const BITS: u32> ChunkedVec<T, BITS> {
         value
     }
 
+    /// Elements `start..start + n`, when they lie in one chunk and before the
+    /// end.
+    pub fn run(&self, start: usize, n: usize) -> Option<&[T]> {
+        let (c, k) = locate::<BITS>(start);
+        self.chunks.get(c)?.get(k..k + n)
+    }
+
+    /// Copies the elements from `start` on into `out`, as many as it holds
+    /// and there are (a run that may cross chunks, copied chunk by chunk);
+    /// returns how many.
+    pub fn copy_run(&self, start: usize, out: &mut [T]) -> usize
+    where
+        T: Copy,
+    {
+        let n = out.len().min(self.len.saturating_sub(start));
+        let mut done = 0;
+        while done < n {
+            let (c, k) = locate::<BITS>(start + done);
+            let chunk = &self.chunks[c][k..];
+            let take = chunk.len().min(n - done);
+            out[done..done + take].copy_from_slice(&chunk[..take]);
+            done += take;
+        }
+        n
+    }
+
     /// The elements in order, chunk by chunk.
     #[cfg(test)]
     pub fn chunks(&self) -> impl Iterator<Item = &[T]> {

@@ -216,6 +216,19 @@ impl RankIndex {
         u32::from(*self.title_lens.get(t as usize))
     }
 
+    /// The word counts (as [`RankIndex::title_len`]) of the titles in slots
+    /// `64 k .. 64 k + 64`, the slots of the `k`-th u64 of a slot bit set (0
+    /// past the last slot): read in place when they lie in one chunk (always,
+    /// outside unit tests), else copied into `buffer`.
+    pub(super) fn title_lens_64<'a>(&'a self, k: usize, buffer: &'a mut [u8; 64]) -> &'a [u8; 64] {
+        if let Some(run) = self.title_lens.run(k * 64, 64) {
+            return run.try_into().expect("64 lengths");
+        }
+        let n = self.title_lens.copy_run(k * 64, buffer);
+        buffer[n..].fill(0);
+        buffer
+    }
+
     /// Word ids of the title in slot `t`, in title order.
     pub(super) fn words(&self, t: u32) -> &[u32] {
         self.words.get(t as usize)

@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::compound::PartPositions;
-use super::gather::{accumulate, Scratch, WordMatches, WordSets};
+use super::gather::{accumulate, Restriction, Scratch, WordMatches, WordSets};
 use super::index::RankIndex;
 use super::score::{self, AlignScratch, Unit};
 
@@ -77,8 +77,8 @@ impl Eq for Ranked {}
 /// are candidates: `for` (in 460,000 of a million titles) is then only looked
 /// up in the candidates' word sets, not walked. Every title is scored when no
 /// word can be left out that way (or `limit` is unbounded). Before any of
-/// that, titles that lack a required word (see [`required_words`]) are no
-/// candidates at all.
+/// that, titles that lack a required word, or are too long to enter on the
+/// words they reach (see [`restriction`]), are no candidates at all.
 pub(super) fn top_rows(
     index: &RankIndex,
     matches: &WordMatches,
@@ -93,8 +93,8 @@ pub(super) fn top_rows(
     let m = matches.m;
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|&a, &b| sets.weights[b].total_cmp(&sets.weights[a]).then(a.cmp(&b)));
-    let (required, aside) = required_words(sets, scratch, &order, limit);
-    scratch.restrict_to(required, aside);
+    let restriction = restriction(index, matches, sets, scratch, &order, limit);
+    scratch.restrict_to(&restriction, index);
     let (mut first, mut reach) = (0, 0usize);
     while first < m && reach < limit {
         reach = reach.saturating_add(sets.df[order[first]]);
@@ -123,10 +123,9 @@ pub(super) fn top_rows(
     top.heap.into_sorted_vec()
 }
 
-/// Query words (a bit set, `required`) that every title of the top `limit`
-/// rows reaches unless it reaches one of the query words `aside` (another bit
-/// set), so that only titles reaching all of `required` or any of `aside`
-/// need be candidates; `(0, 0)` when nothing is known to be required.
+/// The titles that can still be among the top `limit` rows, as far as a
+/// few passes over the query words' bit sets tell: which query words are
+/// required, which are set aside, and how long a title may be.
 ///
 /// Take heaviest first the query words that at least `limit` titles all
 /// hold exactly (a word is skipped when too few titles hold it as well):
@@ -142,9 +141,16 @@ pub(super) fn top_rows(
 /// and `the` are both required, so the candidates are the titles holding
 /// both rather than every title of `the` and its typos (148,000); with a
 /// third word that matched two titles (`for the z10q`), that word is set
-/// aside and its two titles are candidates too. Costs a pass over the query
-/// words' bit sets per word tried.
-fn required_words(sets: &WordSets, scratch: &Scratch, order: &[usize], limit: usize) -> (u32, u32) {
+/// aside and its two titles are candidates too. Then [`length_cap`]. Costs
+/// a pass over the query words' bit sets per word tried.
+fn restriction(
+    index: &RankIndex,
+    matches: &WordMatches,
+    sets: &WordSets,
+    scratch: &Scratch,
+    order: &[usize],
+    limit: usize,
+) -> Restriction {
     let in_bits = |words: u32| (0..sets.weights.len()).filter(move |i| words >> i & 1 == 1);
     let weight = |words: u32| -> f32 { in_bits(words).map(|i| sets.weights[i]).sum() };
     let live: Vec<usize> = order.iter().copied().filter(|&i| sets.df[i] > 0).collect();
@@ -155,7 +161,7 @@ fn required_words(sets: &WordSets, scratch: &Scratch, order: &[usize], limit: us
         }
     }
     if held == 0 {
-        return (0, 0);
+        return Restriction::default();
     }
     // Coverage adds at least COVERAGE / 256 (lengths saturate at 255), far
     // more than the rounding of a sum in another order.
@@ -175,7 +181,7 @@ fn required_words(sets: &WordSets, scratch: &Scratch, order: &[usize], limit: us
         .filter(|&i| held >> i & 1 == 0)
         .collect();
     others.sort_by_key(|&i| (sets.df[i], i));
-    let (mut best, mut fewest) = ((0, 0), usize::MAX);
+    let (mut best, mut fewest) = (Restriction::default(), usize::MAX);
     let (mut aside, mut aside_titles) = (0u32, 0usize);
     for k in 0..=others.len() {
         if k > 0 {
@@ -188,10 +194,119 @@ fn required_words(sets: &WordSets, scratch: &Scratch, order: &[usize], limit: us
         }
         let candidates = scratch.in_all(needed).saturating_add(aside_titles);
         if candidates < fewest {
-            (best, fewest) = ((needed, aside), candidates);
+            best = Restriction {
+                required: needed,
+                reaching: all & !aside,
+                aside,
+                max_len: None,
+            };
+            fewest = candidates;
         }
     }
+    if fewest == usize::MAX {
+        // No word is required; a length cap still applies to the titles
+        // that reach only held words.
+        let aside = all & !held;
+        best = Restriction {
+            required: 0,
+            reaching: held,
+            aside,
+            max_len: None,
+        };
+        fewest = sets.total;
+    }
+    if fewest > LENGTH_CAP_FROM * limit {
+        best.max_len = length_cap(index, matches, sets, scratch, held, &best, limit);
+    }
     best
+}
+
+/// [`restriction`] caps titles' length only when it would leave more than
+/// this many times `limit` candidates without: the cap costs a pass over the
+/// held words' titles and exact scores for `limit` of them.
+const LENGTH_CAP_FROM: usize = 8;
+
+/// The most words a title that reaches no word of `r.aside` can have and
+/// still enter the top `limit` rows; `None` when any length can.
+///
+/// Why a title's length decides: a title that reaches only the query words
+/// `r.reaching` scores at most their weights, the proximity of their pairs
+/// and a coverage that falls with its length. So the `limit` shortest titles
+/// holding every `held` word exactly (the seeds) are scored; the `limit`-th
+/// of their scores is a floor of the final rows', and a title whose bound at
+/// its length is below it cannot enter. `a` at 1.1M titles is in 272,000;
+/// with `ubiquely abbreviate a` the rows are the 49 titles of the rare words
+/// and the shortest of `a`'s (3 words at most), not all of them.
+fn length_cap(
+    index: &RankIndex,
+    matches: &WordMatches,
+    sets: &WordSets,
+    scratch: &Scratch,
+    held: u32,
+    r: &Restriction,
+    limit: usize,
+) -> Option<u32> {
+    // Four histograms, by a slot's place mod 4, so that the counts of titles
+    // side by side do not wait on each other's increment.
+    let mut by_len = [[0u32; 256]; 4];
+    let mut buffer = [0u8; 64];
+    scratch.each_exact_in_all(held, |k, mut bits| {
+        let lens = index.title_lens_64(k, &mut buffer);
+        while bits != 0 {
+            let b = bits.trailing_zeros() as usize;
+            by_len[b & 3][usize::from(lens[b])] += 1;
+            bits &= bits - 1;
+        }
+    });
+    let by_len: Vec<usize> = (0..256)
+        .map(|l| by_len.iter().map(|h| h[l] as usize).sum())
+        .collect();
+    let (mut seed_len, mut shorter) = (0usize, 0usize);
+    while shorter + by_len[seed_len] < limit {
+        shorter += by_len[seed_len];
+        seed_len += 1;
+    }
+    let (mut seeds, mut at_seed_len) = (Vec::with_capacity(limit), limit - shorter);
+    let all = u32::MAX >> (32 - matches.m);
+    scratch.each_exact_in_all(held, |k, mut bits| {
+        let lens = index.title_lens_64(k, &mut buffer);
+        while bits != 0 {
+            let b = bits.trailing_zeros();
+            bits &= bits - 1;
+            let len = usize::from(lens[b as usize]);
+            if len < seed_len || (len == seed_len && at_seed_len > 0) {
+                at_seed_len -= usize::from(len == seed_len);
+                let t = (k as u32) << 6 | b;
+                seeds.push(Bounded {
+                    bound: 0.0,
+                    t,
+                    len: len as u16,
+                    matched: scratch.words_reached(all, t) as u16,
+                });
+            }
+        }
+    });
+    let mut scorer = TitleScorer::new(index, matches, &sets.weights);
+    let mut top = TopRows::new(limit);
+    scorer.offer_all(&seeds, &mut top, |_, _| true);
+    let floor = top.threshold();
+    let reaching = r.reaching;
+    let weight: f32 = (0..matches.m)
+        .filter(|&i| reaching >> i & 1 == 1)
+        .map(|i| sets.weights[i])
+        .sum();
+    let bound = |len: u32| score::upper_bound(weight, reaching, len);
+    if bound(u8::MAX.into()) >= floor {
+        return None;
+    }
+    // No length at all when even an empty title's bound misses the floor
+    // (the seeds' scores came from words set aside).
+    Some(
+        (0..u8::MAX.into())
+            .take_while(|&len| bound(len) >= floor)
+            .last()
+            .unwrap_or(0),
+    )
 }
 
 /// The best `limit` of the candidates in `scratch` (every title with a tally),
@@ -217,15 +332,7 @@ fn score_candidates(
         });
     });
     let by_bound = |a: &Bounded, b: &Bounded| b.bound.total_cmp(&a.bound).then(a.t.cmp(&b.t));
-    let mut scorer = TitleScorer {
-        index,
-        matches,
-        weights: &sets.weights,
-        units: Vec::new(),
-        found: Vec::new(),
-        parts: PartPositions::default(),
-        scratch: AlignScratch::default(),
-    };
+    let mut scorer = TitleScorer::new(index, matches, &sets.weights);
     let mut top = TopRows::new(limit);
 
     // Sorting every bound costs more than the scoring when a common word matched
@@ -292,7 +399,19 @@ struct TitleScorer<'a> {
     scratch: AlignScratch,
 }
 
-impl TitleScorer<'_> {
+impl<'a> TitleScorer<'a> {
+    fn new(index: &'a RankIndex, matches: &'a WordMatches, weights: &'a [f32]) -> Self {
+        TitleScorer {
+            index,
+            matches,
+            weights,
+            units: Vec::new(),
+            found: Vec::new(),
+            parts: PartPositions::default(),
+            scratch: AlignScratch::default(),
+        }
+    }
+
     /// The raw score of `c`, and its title's word count.
     fn score(&mut self, c: &Bounded) -> (f32, u32) {
         let t = c.t;
