@@ -335,10 +335,27 @@ impl Scratch {
         }
     }
 
-    /// How many titles reach every query word of `words` (a bit set) with
-    /// quality 1.0 on their own (see `exact`).
-    pub fn exact_in_all(&self, words: u32) -> usize {
-        self.count_in_all(&self.exact, words)
+    /// The query words of `order` (a bit set) taken in that order, each one
+    /// when at least `limit` titles reach it and every word taken before it
+    /// with quality 1.0 on their own (see `exact`): a pass over each word's
+    /// set.
+    pub fn held_words(&self, order: &[usize], limit: usize) -> u32 {
+        let per = self.words_per_set;
+        let mut all = vec![u64::MAX; per];
+        let mut held = 0u32;
+        for &i in order {
+            let set = &self.exact[i * per..(i + 1) * per];
+            let n: usize = all
+                .iter()
+                .zip(set)
+                .map(|(a, b)| (a & b).count_ones() as usize)
+                .sum();
+            if n >= limit {
+                all.iter_mut().zip(set).for_each(|(a, b)| *a &= b);
+                held |= 1 << i;
+            }
+        }
+        held
     }
 
     /// Calls `f(k, bits)` with every non-zero u64 (the `k`-th) of the set of
