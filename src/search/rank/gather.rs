@@ -264,22 +264,15 @@ impl Scratch {
             return;
         }
         let per = self.words_per_set;
-        let bits = |words: u32| (0..32).filter(move |i| words >> i & 1 == 1);
         if r.required != 0 {
             self.mask.resize(per, u64::MAX);
-            for i in bits(r.required) {
-                let set = &self.sets[i * per..(i + 1) * per];
-                for (m, &w) in self.mask.iter_mut().zip(set) {
-                    *m &= w;
-                }
+            for set in chosen(&self.sets, per, r.required) {
+                self.mask.iter_mut().zip(set).for_each(|(m, &w)| *m &= w);
             }
         } else {
             self.mask.resize(per, 0);
-            for i in bits(r.reaching) {
-                let set = &self.sets[i * per..(i + 1) * per];
-                for (m, &w) in self.mask.iter_mut().zip(set) {
-                    *m |= w;
-                }
+            for set in chosen(&self.sets, per, r.reaching) {
+                self.mask.iter_mut().zip(set).for_each(|(m, &w)| *m |= w);
             }
         }
         if let Some(max_len) = r.max_len {
@@ -290,11 +283,8 @@ impl Scratch {
                 *m &= at_most_bits(lens, max_len);
             }
         }
-        for i in bits(r.aside) {
-            let set = &self.sets[i * per..(i + 1) * per];
-            for (m, &w) in self.mask.iter_mut().zip(set) {
-                *m |= w;
-            }
+        for set in chosen(&self.sets, per, r.aside) {
+            self.mask.iter_mut().zip(set).for_each(|(m, &w)| *m |= w);
         }
         self.mask_ranks.clear();
         let mut before = 0u32;
@@ -344,7 +334,7 @@ impl Scratch {
         let mut all = vec![u64::MAX; per];
         let mut held = 0u32;
         for &i in order {
-            let set = &self.exact[i * per..(i + 1) * per];
+            let set = &self.exact[i * per..][..per];
             let n: usize = all
                 .iter()
                 .zip(set)
@@ -363,10 +353,7 @@ impl Scratch {
     /// with quality 1.0 on their own, in slot order.
     pub fn each_exact_in_all(&self, words: u32, mut f: impl FnMut(usize, u64)) {
         let per = self.words_per_set;
-        let chosen: Vec<&[u64]> = (0..32)
-            .filter(|i| words >> i & 1 == 1)
-            .map(|i| &self.exact[i * per..(i + 1) * per])
-            .collect();
+        let chosen: Vec<&[u64]> = chosen(&self.exact, per, words).collect();
         for k in 0..per {
             let bits = chosen.iter().fold(u64::MAX, |acc, set| acc & set[k]);
             if bits != 0 {
@@ -383,19 +370,10 @@ impl Scratch {
     }
 
     /// How many titles reach every query word of `words` (a bit set) through
-    /// any of their matches.
+    /// any of their matches; 0 for no words.
     pub fn in_all(&self, words: u32) -> usize {
-        self.count_in_all(&self.sets, words)
-    }
-
-    /// How many titles are in every set of `words` (a bit set) of `sets`
-    /// (laid out as [`Scratch::sets`]); 0 for no words.
-    fn count_in_all(&self, sets: &[u64], words: u32) -> usize {
         let per = self.words_per_set;
-        let chosen: Vec<&[u64]> = (0..32)
-            .filter(|i| words >> i & 1 == 1)
-            .map(|i| &sets[i * per..(i + 1) * per])
-            .collect();
+        let chosen: Vec<&[u64]> = chosen(&self.sets, per, words).collect();
         if chosen.is_empty() {
             return 0;
         }
@@ -452,6 +430,15 @@ impl Scratch {
         self.joined.forget();
         self.in_use = false;
     }
+}
+
+/// The sets of the query words of `words` (a bit set) in `sets`, laid out as
+/// [`Scratch::sets`] (`per` u64s a query word).
+fn chosen(sets: &[u64], per: usize, words: u32) -> impl Iterator<Item = &[u64]> {
+    sets.chunks_exact(per.max(1))
+        .enumerate()
+        .filter(move |&(i, _)| words >> i & 1 == 1)
+        .map(|(_, set)| set)
 }
 
 /// A bit per byte of `lens`, set when it is at most `max` (bit `i` for

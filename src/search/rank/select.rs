@@ -151,8 +151,7 @@ fn restriction(
     order: &[usize],
     limit: usize,
 ) -> Restriction {
-    let in_bits = |words: u32| (0..sets.weights.len()).filter(move |i| words >> i & 1 == 1);
-    let weight = |words: u32| -> f32 { in_bits(words).map(|i| sets.weights[i]).sum() };
+    let weight = |words: u32| weight_of(sets, words);
     let live: Vec<usize> = order.iter().copied().filter(|&i| sets.df[i] > 0).collect();
     let held = scratch.held_words(&live, limit);
     if held == 0 {
@@ -163,7 +162,8 @@ fn restriction(
     let floor = score::MATCH_WEIGHT * weight(held);
     let all = live.iter().fold(0u32, |acc, &i| acc | 1 << i);
     let required = |aside: u32| {
-        in_bits(held)
+        (0..matches.m)
+            .filter(|&j| held >> j & 1 == 1)
             .filter(|j| {
                 let without = all & !aside & !(1 << j);
                 score::upper_bound(weight(without), without, without.count_ones()) < floor
@@ -183,10 +183,10 @@ fn restriction(
             aside |= 1 << others[k - 1];
             aside_titles = aside_titles.saturating_add(sets.df[others[k - 1]]);
         }
-        let needed = required(aside);
         if aside_titles >= fewest {
             break;
         }
+        let needed = required(aside);
         if needed == 0 {
             continue;
         }
@@ -217,6 +217,14 @@ fn restriction(
         best.max_len = length_cap(index, matches, sets, scratch, held, &best, limit);
     }
     best
+}
+
+/// The weights of the query words of `words` (a bit set) together.
+fn weight_of(sets: &WordSets, words: u32) -> f32 {
+    (0..sets.weights.len())
+        .filter(|i| words >> i & 1 == 1)
+        .map(|i| sets.weights[i])
+        .sum()
 }
 
 /// [`restriction`] caps titles' length only when it would leave more than
@@ -297,12 +305,8 @@ fn length_cap(
     let mut top = TopRows::new(limit);
     scorer.offer_all(&seeds, &mut top, |_, _| true);
     let floor = top.threshold();
-    let reaching = r.reaching;
-    let weight: f32 = (0..matches.m)
-        .filter(|&i| reaching >> i & 1 == 1)
-        .map(|i| sets.weights[i])
-        .sum();
-    let bound = |len: u32| score::upper_bound(weight, reaching, len);
+    let weight = weight_of(sets, r.reaching);
+    let bound = |len: u32| score::upper_bound(weight, r.reaching, len);
     if bound(u8::MAX.into()) >= floor {
         return None;
     }

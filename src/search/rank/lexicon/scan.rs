@@ -105,14 +105,7 @@ impl<'q> Scan<'q> {
         exact_heads: bool,
         found: &mut impl FnMut(Neighbour),
     ) {
-        // A word `d` chars longer than the query needs at least `d`
-        // insertions, which take no char away: it can lack at most `whole -
-        // d` of the query's bits. Likewise a shorter one can have at most
-        // `whole - d` bits of its own.
-        let k = self.whole as usize;
-        let lack = k.saturating_sub(l.saturating_sub(self.len));
-        let extra = k.saturating_sub(self.len.saturating_sub(l));
-        match (lack, extra) {
+        match self.budgets(l) {
             (0, 1) => self.each_passing::<0, 1>(bucket, l, exact_heads, found),
             (1, 0) => self.each_passing::<1, 0>(bucket, l, exact_heads, found),
             (1, 1) => self.each_passing::<1, 1>(bucket, l, exact_heads, found),
@@ -175,8 +168,7 @@ impl<'q> Scan<'q> {
         let len = self.len;
         debug_assert!(l > len && k >= 1);
         let whole_here = l - len <= self.whole as usize;
-        // The lack budget of a longer word (see `Scan::bucket`).
-        let whole_lack = (self.whole as usize).saturating_sub(l - len) as u32;
+        let (whole_lack, whole_extra) = self.budgets(l);
         let head_max = (len + k).min(l - 1);
         let short_heads = len + k <= HEAD_SIG_CHARS;
         for chunk in bucket.chunks() {
@@ -188,7 +180,7 @@ impl<'q> Scan<'q> {
             for (i, (&sig, &head_sig)) in chunk.sigs.iter().zip(head_sigs).enumerate() {
                 let whole_test = whole_here
                     && at_most(self.sig & !sig, whole_lack)
-                    && at_most(sig & !self.sig, self.whole);
+                    && at_most(sig & !self.sig, whole_extra);
                 let head_test = at_most(self.sig & !head_sig, k as u32);
                 if !whole_test && !head_test {
                     continue;
@@ -209,6 +201,18 @@ impl<'q> Scan<'q> {
                 }
             }
         }
+    }
+
+    /// How many of the query's signature bits a whole word of `l` chars within
+    /// the budget can lack, and how many of its own it can have: a word `d`
+    /// chars longer than the query needs at least `d` insertions, which take
+    /// no char away, so it lacks at most `whole - d`; likewise a shorter one
+    /// has at most `whole - d` of its own.
+    fn budgets(&self, l: usize) -> (u32, u32) {
+        let k = self.whole;
+        let lack = k.saturating_sub(l.saturating_sub(self.len) as u32);
+        let extra = k.saturating_sub(self.len.saturating_sub(l) as u32);
+        (lack, extra)
     }
 
     /// OSA edits from the query to `word`, when within the budget.
