@@ -787,6 +787,13 @@ mod tests {
             "scripttype",
             "workframe",
             "a json",
+            // A join beside another word: the pair's proximity comes from
+            // the join's parts (checked before a title is scored, see
+            // `select::TitleScorer::proximity_bound`).
+            "workframe for",
+            "the scripttype",
+            "a workframe the",
+            "for mirrorcode a",
         ];
         pruned_rows_equal_the_full_ranking(&titles, &queries, &[1, 3, 20]);
     }
