@@ -788,8 +788,7 @@ mod tests {
             "workframe",
             "a json",
             // A join beside another word: the pair's proximity comes from
-            // the join's parts (checked before a title is scored, see
-            // `select::TitleScorer::proximity_bound`).
+            // the join's parts.
             "workframe for",
             "the scripttype",
             "a workframe the",

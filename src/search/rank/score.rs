@@ -137,25 +137,9 @@ pub(super) fn upper_bound(quality_sum: f32, matched: u32, title_words: u32) -> f
 /// depending on the order titles are visited in.
 const BOUND_SLACK: f32 = 1e-4;
 
-/// The best [`proximity`] from any title position of `prev` (bit `p`: position
-/// `p`) to any of `next`; 0 when either is empty.
-pub(super) fn best_proximity(prev: u64, next: u64) -> f32 {
-    if prev == 0 || next == 0 {
-        0.0
-    } else if (prev << 1) & next != 0 {
-        ADJACENT
-    } else if (next << 1) & prev != 0 {
-        SWAPPED
-    } else if 63 - next.leading_zeros() > prev.trailing_zeros() {
-        IN_ORDER
-    } else {
-        0.0
-    }
-}
-
 /// Proximity credit for a query word at title position `next` after the
 /// previous query word at `prev`.
-pub(super) fn proximity(prev: u32, next: u32) -> f32 {
+fn proximity(prev: u32, next: u32) -> f32 {
     if next == prev + 1 {
         ADJACENT
     } else if next + 1 == prev {
@@ -241,31 +225,4 @@ pub(super) fn align(units: &[Unit], m: usize, scratch: &mut AlignScratch) -> f32
         }
     }
     score.iter().copied().fold(free, f32::max)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::search::testing::Lcg;
-
-    #[test]
-    fn the_best_proximity_of_two_position_sets_is_the_best_of_their_pairs() {
-        let mut rng = Lcg(33);
-        for _ in 0..20_000 {
-            // Sparse sets over a short range, so that every relation turns up.
-            let set = |rng: &mut Lcg| (0..3).fold(0u64, |acc, _| acc | 1 << rng.below(12));
-            let (prev, next) = if rng.below(10) == 0 {
-                (0, set(&mut rng))
-            } else {
-                (set(&mut rng), set(&mut rng))
-            };
-            let mut best = 0.0f32;
-            for p in (0..64).filter(|p| prev >> p & 1 == 1) {
-                for q in (0..64).filter(|q| next >> q & 1 == 1) {
-                    best = best.max(proximity(p, q));
-                }
-            }
-            assert_eq!(best_proximity(prev, next), best, "{prev:b} → {next:b}");
-        }
-    }
 }

@@ -295,9 +295,8 @@ fn length_cap(
                 seeds.push(Bounded {
                     bound: 0.0,
                     t,
-                    len: len as u8,
-                    matched: scratch.words_reached(all, t) as u8,
-                    pairs: 0,
+                    len: len as u16,
+                    matched: scratch.words_reached(all, t) as u16,
                 });
             }
         }
@@ -339,9 +338,8 @@ fn score_candidates(
             t,
             // Both fit: a title length is saturated at 255, a query has
             // at most 32 words.
-            len: len as u8,
-            matched: tally.matched.count_ones() as u8,
-            pairs: credited_pairs(tally.matched, matches.m),
+            len: len as u16,
+            matched: tally.matched.count_ones() as u16,
         });
     });
     let by_bound = |a: &Bounded, b: &Bounded| b.bound.total_cmp(&a.bound).then(a.t.cmp(&b.t));
@@ -400,27 +398,10 @@ const RUN: usize = if cfg!(test) { 4 } else { 1024 };
 struct Bounded {
     bound: f32,
     t: u32,
-    /// Its words (saturated at 255, as every title length is).
-    len: u8,
+    /// Its words.
+    len: u16,
     /// The query words it matched.
-    matched: u8,
-    /// The pairs of consecutive query words `bound` credits [`score::ADJACENT`]
-    /// for (bit `i`: words `i` and `i + 1`), when the query has at most
-    /// [`MAX_PAIRED_WORDS`] words; else 0, and so does a seed of
-    /// [`length_cap`] (whose bound is not used).
-    pairs: u16,
-}
-
-/// Longest query whose [`Bounded::pairs`] are kept (one bit per pair in a `u16`).
-const MAX_PAIRED_WORDS: usize = 17;
-
-/// [`Bounded::pairs`] of a title that matched the query words `matched` (a
-/// bit set) of a query of `m` words: those [`score::upper_bound`] credits.
-fn credited_pairs(matched: u32, m: usize) -> u16 {
-    if m > MAX_PAIRED_WORDS {
-        return 0;
-    }
-    (matched & matched >> 1) as u16
+    matched: u16,
 }
 
 /// Exact scoring of single titles, with buffers reused across titles.
@@ -518,76 +499,9 @@ impl<'a> TitleScorer<'a> {
         true
     }
 
-    /// `c.bound` with the proximity of each pair it credits cut to the best the
-    /// title's words allow: for words `i` and `i + 1`, the best of
-    /// [`score::proximity`] from a title word that can end a unit covering `i`
-    /// (one matching `i`, a split of `i - 1` and `i`, either part of a join of
-    /// `i`) to one that can start a unit covering `i + 1` (likewise), or
-    /// [`score::ADJACENT`] when a split of the two is there. Every alignment
-    /// [`score::align`] can choose credits a pair from two such words, so this
-    /// is still an upper bound of the exact score; it costs a read of the
-    /// title's words, without the units and their alignment. `and tool z11q`
-    /// at 1.1M titles: `c.bound` credits every title holding both words with
-    /// the two side by side, and the rows' last score is of words apart, so
-    /// without this every one of the 22,000 was scored.
-    fn proximity_bound(&self, c: &Bounded) -> f32 {
-        let m = self.matches.m;
-        let matches = self.matches;
-        // Title positions (bit p: word p) of what can cover each query word.
-        let mut within = [0u64; MAX_PAIRED_WORDS];
-        let mut split = [0u64; MAX_PAIRED_WORDS];
-        let mut joined = [0u64; MAX_PAIRED_WORDS];
-        for (position, &w) in self.index.words(c.t).iter().enumerate() {
-            let Some(row) = matches.row(w) else {
-                continue;
-            };
-            if position >= 64 {
-                return c.bound;
-            }
-            let bit = 1u64 << position;
-            for (i, &quality) in row[..m].iter().enumerate() {
-                if quality > 0.0 {
-                    within[i] |= bit;
-                }
-            }
-            for i in 0..m - 1 {
-                if row[matches.split_col(i)] > 0.0 {
-                    split[i] |= bit;
-                }
-            }
-            for join in &matches.joins {
-                if row[join.head_col] > 0.0 || row[join.tail_col] > 0.0 {
-                    joined[join.query_word] |= bit;
-                }
-            }
-        }
-        let mut cut = 0.0f32;
-        let mut pairs = c.pairs;
-        while pairs != 0 {
-            let i = pairs.trailing_zeros() as usize;
-            pairs &= pairs - 1;
-            if split[i] != 0 {
-                continue;
-            }
-            let ending = within[i] | joined[i] | if i > 0 { split[i - 1] } else { 0 };
-            let starting = within[i + 1] | joined[i + 1] | split[i + 1];
-            cut += score::ADJACENT - score::best_proximity(ending, starting);
-        }
-        c.bound - cut
-    }
-
     /// Scores `c` and offers it to `top`. Its page id (a cache miss) is read only
-    /// when its score can still enter; a title whose [`Self::proximity_bound`]
-    /// misses the rows is not scored, when its pairs' credit is what could
-    /// have let it in.
+    /// when its score can still enter.
     fn offer(&mut self, c: &Bounded, top: &mut TopRows) {
-        let threshold = top.threshold();
-        if c.pairs != 0
-            && c.bound - score::ADJACENT * (c.pairs.count_ones() as f32) < threshold
-            && self.proximity_bound(c) < threshold
-        {
-            return;
-        }
         let (raw, title_words) = self.score(c);
         if raw < top.threshold() {
             return;
