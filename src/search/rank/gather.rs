@@ -351,15 +351,8 @@ impl Scratch {
     /// Calls `f(k, bits)` with every non-zero u64 (the `k`-th) of the set of
     /// titles that reach every query word of `words` (a non-empty bit set)
     /// with quality 1.0 on their own, in slot order.
-    pub fn each_exact_in_all(&self, words: u32, mut f: impl FnMut(usize, u64)) {
-        let per = self.words_per_set;
-        let chosen: Vec<&[u64]> = chosen(&self.exact, per, words).collect();
-        for k in 0..per {
-            let bits = chosen.iter().fold(u64::MAX, |acc, set| acc & set[k]);
-            if bits != 0 {
-                f(k, bits);
-            }
-        }
+    pub fn each_exact_in_all(&self, words: u32, f: impl FnMut(usize, u64)) {
+        each_in_all(&self.exact, self.words_per_set, words, f);
     }
 
     /// How many of the query words `words` (a bit set) title `t` reaches.
@@ -372,19 +365,14 @@ impl Scratch {
     /// How many titles reach every query word of `words` (a bit set) through
     /// any of their matches; 0 for no words.
     pub fn in_all(&self, words: u32) -> usize {
-        let per = self.words_per_set;
-        let chosen: Vec<&[u64]> = chosen(&self.sets, per, words).collect();
-        if chosen.is_empty() {
+        if words == 0 {
             return 0;
         }
-        (0..per)
-            .map(|k| {
-                chosen
-                    .iter()
-                    .fold(u64::MAX, |acc, set| acc & set[k])
-                    .count_ones() as usize
-            })
-            .sum()
+        let mut n = 0;
+        each_in_all(&self.sets, self.words_per_set, words, |_, bits| {
+            n += bits.count_ones() as usize;
+        });
+        n
     }
 
     /// Whether title `t` is in query word `i`'s set.
@@ -439,6 +427,19 @@ fn chosen(sets: &[u64], per: usize, words: u32) -> impl Iterator<Item = &[u64]> 
         .enumerate()
         .filter(move |&(i, _)| words >> i & 1 == 1)
         .map(|(_, set)| set)
+}
+
+/// Calls `f(k, bits)` with every non-zero u64 (the `k`-th) of the
+/// intersection of the sets of the query words of `words` (a non-empty bit
+/// set) in `sets` (laid out as [`Scratch::sets`]), in slot order.
+fn each_in_all(sets: &[u64], per: usize, words: u32, mut f: impl FnMut(usize, u64)) {
+    let chosen: Vec<&[u64]> = chosen(sets, per, words).collect();
+    for k in 0..per {
+        let bits = chosen.iter().fold(u64::MAX, |acc, set| acc & set[k]);
+        if bits != 0 {
+            f(k, bits);
+        }
+    }
 }
 
 /// A bit per byte of `lens`, set when it is at most `max` (bit `i` for
