@@ -10,6 +10,7 @@ use foldhash::{HashMap, HashMapExt};
 use super::compound::{join_cuts, split_hits, PartPositions};
 use super::index::RankIndex;
 use super::lookup::{lookup, QueryWord, WordHit};
+use super::postings::DenseSet;
 use super::score::weight;
 
 mod masked;
@@ -494,14 +495,19 @@ pub(super) struct WordSets {
 /// Calls `visit(t, quality, alone)` for every title `t` that query word `i`
 /// reaches through its own column, a split with a neighbour, or one of its
 /// joins (a title may come more than once); `alone` is false for a split,
-/// whose match also takes the neighbour's place.
-fn reach(
-    index: &RankIndex,
+/// whose match also takes the neighbour's place. A lexicon word of its own
+/// column whose postings keep a bit set is offered to `take_dense(set,
+/// quality, titles)` first; when that returns true (it visited the set's
+/// titles its own way), they are not visited one by one.
+#[allow(clippy::too_many_arguments)]
+fn reach<'a>(
+    index: &'a RankIndex,
     matches: &WordMatches,
     i: usize,
     parts: &mut PartPositions,
     marks: &mut Marks,
     joined: &mut JoinTitles,
+    mut take_dense: impl FnMut(&'a DenseSet, f32, usize) -> bool,
     mut visit: impl FnMut(u32, f32, bool),
 ) {
     let m = matches.m;
@@ -513,6 +519,13 @@ fn reach(
     for (k, c) in cols.into_iter().enumerate() {
         let Some(c) = c else { continue };
         for h in &matches.columns[c].hits {
+            if k == 0 {
+                if let Some(dense) = index.dense(h.word) {
+                    if take_dense(dense, h.quality, index.titles_with(h.word)) {
+                        continue;
+                    }
+                }
+            }
             for block in index.postings(h.word) {
                 for &t in block {
                     visit(t, h.quality, k == 0);
@@ -689,6 +702,7 @@ pub(super) fn word_sets(
         let set = &mut scratch.sets[i * per..(i + 1) * per];
         let exact = &mut scratch.exact[i * per..(i + 1) * per];
         let (marks, joined) = (&mut scratch.marks, &mut scratch.joined);
+        let mut dense: Vec<(&DenseSet, f32)> = Vec::new();
         reach(
             index,
             matches,
@@ -696,6 +710,10 @@ pub(super) fn word_sets(
             &mut parts,
             marks,
             joined,
+            |d, q, _| {
+                dense.push((d, q));
+                true
+            },
             |t, q, alone| {
                 let (k, bit) = (t as usize >> 6, 1u64 << (t & 63));
                 set[k] |= bit;
@@ -704,6 +722,14 @@ pub(super) fn word_sets(
                 }
             },
         );
+        // A common word's titles are ORed in (at 1.1M, `for`: 17,000 u64s
+        // rather than 460,000 slots one by one).
+        for (d, q) in dense {
+            set.iter_mut().zip(d.words()).for_each(|(s, &w)| *s |= w);
+            if q >= 1.0 {
+                exact.iter_mut().zip(d.words()).for_each(|(e, &w)| *e |= w);
+            }
+        }
         df.push(set.iter().map(|w| w.count_ones() as usize).sum());
     }
     let total = (0..per)
@@ -746,15 +772,24 @@ pub(super) fn accumulate(
     } = scratch;
     for &i in words {
         reached.clear();
-        reach(index, matches, i, &mut parts, marks, joined, |t, q, _| {
-            let b = &mut best[t as usize];
-            if *b < q {
-                if *b == 0.0 {
-                    reached.push(t);
+        reach(
+            index,
+            matches,
+            i,
+            &mut parts,
+            marks,
+            joined,
+            |_, _, _| false,
+            |t, q, _| {
+                let b = &mut best[t as usize];
+                if *b < q {
+                    if *b == 0.0 {
+                        reached.push(t);
+                    }
+                    *b = q;
                 }
-                *b = q;
-            }
-        });
+            },
+        );
         let (bit, w) = (1u32 << i, sets.weights[i]);
         for &t in reached.iter() {
             let q = std::mem::take(&mut best[t as usize]);

@@ -21,7 +21,9 @@
 //! page. Sizes, for `N` titles with `W` word occurrences and `D` distinct words
 //! of `C` chars in all: titles `13·N + 4·W` bytes, the page-id map `4` bytes a
 //! page id (for ids that come in runs), words `8·C` (chars per id, and again in
-//! the sorted buckets) `+ 24·D`, postings `4·W` at most; see
+//! the sorted buckets) `+ 24·D`, postings `4·W` at most, plus `N / 8` for
+//! each word in more than 65,536 titles (its bit set; 11 words, 1.5 MB at
+//! 1.1M titles); see
 //! [`RankIndex::heap_bytes`]. A query additionally allocates about `4·D + 12·N`
 //! bytes of scratch, freed when it returns.
 
@@ -29,7 +31,7 @@ use std::collections::HashMap;
 
 use super::fold::fold;
 use super::lexicon::Lexicon;
-use super::postings::Blocks;
+use super::postings::{Blocks, DenseSet};
 use crate::search::chunked::{ChunkedLists, ChunkedVec, IdMap};
 use crate::search::normalize::normalize;
 
@@ -204,6 +206,12 @@ impl RankIndex {
     /// Title slots that contain lexicon word `w`, ascending, block by block.
     pub(super) fn postings(&self, w: u32) -> Blocks<'_> {
         self.lexicon.postings(w)
+    }
+
+    /// Title slots that contain lexicon word `w` as a bit set, for a word in
+    /// so many titles that its list keeps one (see [`postings`](super::postings)).
+    pub(super) fn dense(&self, w: u32) -> Option<&DenseSet> {
+        self.lexicon.dense(w)
     }
 
     /// Number of titles that contain lexicon word `w`.

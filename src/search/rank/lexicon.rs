@@ -16,7 +16,7 @@ use std::sync::Arc;
 pub(super) mod neighbours;
 mod scan;
 
-use super::postings::{Blocks, Postings};
+use super::postings::{Blocks, DenseSet, Postings};
 use crate::search::chunked::{ChunkedLists, ChunkedVec};
 
 /// Most words in one chunk of a bucket (a full chunk splits in two; tiny in
@@ -245,6 +245,11 @@ impl Lexicon {
     /// Title slots using word `id`, ascending, block by block.
     pub fn postings(&self, id: u32) -> Blocks<'_> {
         self.postings.blocks(id)
+    }
+
+    /// Title slots using word `id` as a bit set, when its list keeps one.
+    pub fn dense(&self, id: u32) -> Option<&DenseSet> {
+        self.postings.dense(id)
     }
 
     /// Number of titles using word `id`.

@@ -4,6 +4,7 @@
 
 use super::super::compound::PartPositions;
 use super::super::index::RankIndex;
+use super::super::postings::DenseSet;
 use super::{other_words, reach, Scratch, WordMatches, WordSets};
 
 /// [`super::accumulate`] restricted to the masked titles, whose tallies are kept in
@@ -28,12 +29,40 @@ pub(super) fn accumulate_masked(
     for &i in words {
         masked_best.clear();
         masked_best.resize(masked.len(), 0.0);
-        reach(index, matches, i, &mut parts, marks, joined, |t, q, _| {
-            if let Some(k) = masked_place(mask, mask_ranks, t) {
-                let b = &mut masked_best[k];
-                *b = b.max(q);
+        // A common word's set is read at each masked title instead, when
+        // there are fewer of those than titles it is in (`for the …` at
+        // 1.1M: 77,000 masked titles, `the` in 142,000).
+        let mut dense: Vec<(&DenseSet, f32)> = Vec::new();
+        let fewer = masked.len();
+        let take = |d, q, titles| {
+            let taken = fewer < titles;
+            if taken {
+                dense.push((d, q));
             }
-        });
+            taken
+        };
+        reach(
+            index,
+            matches,
+            i,
+            &mut parts,
+            marks,
+            joined,
+            take,
+            |t, q, _| {
+                if let Some(k) = masked_place(mask, mask_ranks, t) {
+                    let b = &mut masked_best[k];
+                    *b = b.max(q);
+                }
+            },
+        );
+        for (d, q) in dense {
+            for ((t, _), b) in masked.iter().zip(masked_best.iter_mut()) {
+                if d.contains(*t) {
+                    *b = b.max(q);
+                }
+            }
+        }
         let (bit, w) = (1u32 << i, sets.weights[i]);
         for ((_, tally), &q) in masked.iter_mut().zip(masked_best.iter()) {
             if q > 0.0 {
