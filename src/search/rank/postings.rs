@@ -31,8 +31,9 @@ const BLOCK: usize = if cfg!(test) { 4 } else { 1024 };
 /// its list falls to half this): at 1.1M titles, 11 words, whose sets take
 /// 1.5 MB, a bit per slot where their postings take 32 bits per title.
 const DENSE_FROM: usize = if cfg!(test) { 8 } else { 1 << 16 };
-/// u64s per chunk of a [`DenseSet`] (1,024: 65,536 slots, 8 KB).
-const DENSE_CHUNK: usize = if cfg!(test) { 2 } else { 1024 };
+/// u64s per chunk of a [`DenseSet`] (256: 16,384 slots, 2 KB; a create
+/// copies one per common word of its title while a snapshot shares it).
+const DENSE_CHUNK: usize = if cfg!(test) { 2 } else { 256 };
 
 /// The slots of a long list as a bit set: bit `t % 64` of u64 `t / 64` is set
 /// for slot `t`. Chunked, so that a copy of the index shares it and a change
